@@ -1,0 +1,152 @@
+// Package config loads toolhost's TOML configuration into typed, validated
+// structs.
+//
+// Loading is strict: a key the schema does not know, a value of the wrong type,
+// an unset ${VAR} without a default, a server with both command and url (or
+// neither), an invalid backend name — each is an error that names the key and
+// the line it stands on. Everything is checked once, at load; nothing in this
+// package can fail later at call time.
+//
+// Strings may reference environment variables as ${VAR} or ${VAR:-default}
+// (the default is used when VAR is unset or empty, as in POSIX sh); "$$"
+// stands for a literal "$". Expansion applies to string values only, never to
+// keys.
+package config
+
+import "time"
+
+// DefaultCallTimeout is the per-call deadline used when neither [host]
+// call_timeout nor a backend's timeout is set.
+const DefaultCallTimeout = 30 * time.Second
+
+// DefaultInheritEnv is the environment a stdio server inherits from toolhost
+// when its inherit_env is not set: the search path, the home directory and the
+// locale. Anything else (tokens, cloud credentials) must be passed explicitly
+// through env.
+var DefaultInheritEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"}
+
+// Config is a loaded, expanded and validated configuration file.
+type Config struct {
+	// Host holds process-wide settings ([host]).
+	Host Host `toml:"host"`
+
+	// Servers are the external MCP servers ([servers.NAME]), keyed by NAME.
+	Servers map[string]*Server `toml:"servers"`
+
+	// Plugins are the in-process WebAssembly plugins ([plugins.NAME]), keyed
+	// by NAME.
+	Plugins map[string]*Plugin `toml:"plugins"`
+
+	// Path is the absolute path of the file the configuration was loaded
+	// from; empty when loaded from bytes without a name.
+	Path string `toml:"-"`
+
+	// Dir is the directory relative paths in the file are resolved against:
+	// the file's directory, or the working directory for unnamed input.
+	Dir string `toml:"-"`
+}
+
+// Host is the [host] table.
+type Host struct {
+	// CallTimeout is the default deadline of one tool call (key call_timeout,
+	// default 30s). A backend's timeout overrides it.
+	CallTimeout Duration `toml:"call_timeout"`
+
+	// CacheDir is where compiled WebAssembly modules are cached (key
+	// cache_dir; default: toolhost/ under os.UserCacheDir). Relative paths are
+	// resolved against Config.Dir.
+	CacheDir string `toml:"cache_dir"`
+}
+
+// Server is one [servers.NAME] table: an external MCP server reached over
+// stdio (command set) or Streamable HTTP (url set); exactly one of the two.
+type Server struct {
+	// Name is NAME from the table header; it matches ^[A-Za-z0-9_-]{1,64}$
+	// and is unique across servers and plugins.
+	Name string `toml:"-"`
+
+	// Line is the line of the [servers.NAME] header (1-based), for messages.
+	Line int `toml:"-"`
+
+	// Command is the program to run (looked up in PATH when it has no slash).
+	Command string `toml:"command"`
+	// Args are its arguments.
+	Args []string `toml:"args"`
+	// Env adds variables to the child's environment; values may use ${VAR}.
+	Env map[string]string `toml:"env"`
+	// InheritEnv names the variables copied from toolhost's own environment
+	// (default DefaultInheritEnv; an empty list inherits nothing).
+	InheritEnv []string `toml:"inherit_env"`
+	// Cwd is the child's working directory (default: toolhost's). Relative
+	// paths are resolved against Config.Dir.
+	Cwd string `toml:"cwd"`
+
+	// URL is the Streamable HTTP endpoint (http or https).
+	URL string `toml:"url"`
+	// Headers are added to every HTTP request; values may use ${VAR}.
+	Headers map[string]string `toml:"headers"`
+
+	// Timeout overrides [host] call_timeout for this server's calls.
+	Timeout Duration `toml:"timeout"`
+
+	// Prefix is prepended to the server's tool names in the catalogue. Nil
+	// means the default "NAME__"; an empty string means no prefix.
+	Prefix *string `toml:"prefix"`
+}
+
+// IsStdio reports whether the server is reached over stdio.
+func (s *Server) IsStdio() bool { return s.Command != "" }
+
+// Plugin is one [plugins.NAME] table: an in-process WebAssembly plugin.
+type Plugin struct {
+	// Name is NAME from the table header (same rules as Server.Name).
+	Name string `toml:"-"`
+	// Line is the line of the [plugins.NAME] header (1-based).
+	Line int `toml:"-"`
+
+	// Path is the .wasm file; relative paths are resolved against Config.Dir
+	// at load (the resolved path is stored here).
+	Path string `toml:"path"`
+	// SHA256 optionally pins the file's digest (64 hex digits).
+	SHA256 string `toml:"sha256"`
+
+	// AllowedHosts are host-name globs the plugin may reach over HTTP
+	// ("example.com", "*.wikipedia.org"). Empty: no network.
+	AllowedHosts []string `toml:"allowed_hosts"`
+	// AllowedPaths maps a guest path to a host directory, written
+	// "ro:HOSTPATH", "rw:HOSTPATH" or plain "HOSTPATH" (read-only). Parsed
+	// into Mounts at load.
+	AllowedPaths map[string]string `toml:"allowed_paths"`
+	// Mounts is AllowedPaths parsed, sorted by Guest.
+	Mounts []Mount `toml:"-"`
+
+	// Memory caps the module's linear memory (e.g. "64MiB"; 0 means the
+	// sandbox default).
+	Memory Size `toml:"memory"`
+	// Timeout overrides [host] call_timeout for this plugin's calls.
+	Timeout Duration `toml:"timeout"`
+	// Instances is the size of the instance pool (0 means the sandbox
+	// default).
+	Instances int `toml:"instances"`
+	// Isolation is "pooled" (default: instances are reused, guest globals
+	// persist between calls) or "fresh" (a new instance for every call).
+	Isolation string `toml:"isolation"`
+	// MaxOutput caps one result's size (0 means the sandbox default).
+	MaxOutput Size `toml:"max_output"`
+	// Config is key/value configuration visible to this plugin only; values
+	// may use ${VAR}.
+	Config map[string]string `toml:"config"`
+
+	// Prefix works as Server.Prefix.
+	Prefix *string `toml:"prefix"`
+}
+
+// Mount is one allowed_paths entry.
+type Mount struct {
+	// Guest is the absolute path the plugin sees.
+	Guest string
+	// Host is the absolute host directory it maps to.
+	Host string
+	// ReadWrite is true for "rw:" entries.
+	ReadWrite bool
+}

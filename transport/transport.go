@@ -1,0 +1,121 @@
+// Package transport defines the operation-level contract between the host and
+// a tool backend, and implements it for external MCP servers reached as an MCP
+// client over stdio (a child process) and over Streamable HTTP.
+//
+// A Transport speaks in MCP operations (list tools, call a tool, read a
+// resource, ...), not in JSON-RPC messages: an MCP server and an in-process
+// WebAssembly plugin (package sandbox) each implement it directly, so the host
+// never asks which kind of backend it talks to. Request and result shapes are
+// the go-sdk's protocol types (package mcp), whose JSON encodings are those of
+// the MCP specification, revision 2025-11-25 and later.
+package transport
+
+import (
+	"context"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport is one connection to one tool backend.
+//
+// Lifecycle: a Transport is created unconnected by its constructor; the host
+// calls Connect once, then any number of the operation methods, then Close.
+// A Transport is not reconnected after Close: to restart a backend the host
+// builds a new one.
+//
+// Concurrency: after Connect has returned successfully, every operation method
+// may be called from many goroutines at once; implementations multiplex or
+// pool as they need. Connect is not called concurrently with anything else.
+// Close may be called from any goroutine, at any time (also during Connect or
+// during calls, which then fail with [ErrClosed] or the backend's error), and
+// more than once: calls after the first return nil. Close blocks until every
+// goroutine and child process the Transport started is gone.
+//
+// Contexts: ctx bounds the operation. When ctx is done before the backend
+// answers, the method returns promptly with an error wrapping ctx.Err() (for a
+// deadline, also [ErrTimeout]); for MCP servers the server is sent
+// notifications/cancelled (MCP 2025-11-25, basic/utilities/cancellation) and a
+// late response is dropped. The connection stays usable after a cancelled
+// call.
+//
+// Errors: a tool that ran and failed is not an error of the Transport; it is a
+// *mcp.CallToolResult with IsError set (MCP 2025-11-25, server/tools, "Error
+// Handling"). Errors returned by the methods mean the operation could not be
+// carried out, and wrap one of the sentinels below where one applies.
+type Transport interface {
+	// Connect starts or dials the backend and performs the MCP initialize
+	// handshake (for a plugin: loads and checks the module). It reports the
+	// backend's identity and capabilities. Connect on a closed Transport
+	// returns ErrClosed.
+	Connect(ctx context.Context) (*mcp.InitializeResult, error)
+
+	// ListTools returns every tool the backend offers, following pagination
+	// cursors to the end.
+	ListTools(ctx context.Context) ([]*mcp.Tool, error)
+
+	// CallTool calls the backend's tool params.Name (the backend's own name,
+	// not the host's namespaced one) with params.Arguments.
+	CallTool(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error)
+
+	// ListResources returns every resource, following pagination cursors. It
+	// returns ErrUnsupported when the backend did not declare the resources
+	// capability.
+	ListResources(ctx context.Context) ([]*mcp.Resource, error)
+
+	// ReadResource reads one resource by URI. ErrUnsupported as ListResources.
+	ReadResource(ctx context.Context, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error)
+
+	// ListPrompts returns every prompt, following pagination cursors. It
+	// returns ErrUnsupported when the backend did not declare the prompts
+	// capability.
+	ListPrompts(ctx context.Context) ([]*mcp.Prompt, error)
+
+	// GetPrompt renders one prompt. ErrUnsupported as ListPrompts.
+	GetPrompt(ctx context.Context, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error)
+
+	// Close ends the connection and releases everything the Transport holds.
+	// It is idempotent and safe to call from any goroutine.
+	Close() error
+}
+
+// Errors returned by Transport implementations. Each error a Transport returns
+// wraps at most one of these, so callers can tell faults apart with errors.Is.
+var (
+	// ErrClosed: the Transport was closed by its owner.
+	ErrClosed = errors.New("transport closed")
+
+	// ErrNotConnected: an operation was called before Connect succeeded.
+	ErrNotConnected = errors.New("transport not connected")
+
+	// ErrStart: the backend could not be started or reached at all (the
+	// command does not exist or is not executable, the URL refuses
+	// connections, the module file is missing). Check the configuration.
+	ErrStart = errors.New("backend could not be started")
+
+	// ErrInitialize: the backend started but the MCP initialize handshake
+	// failed (it exited, answered with an error, or spoke another protocol).
+	ErrInitialize = errors.New("backend failed to initialize")
+
+	// ErrConnectionLost: the backend went away after a successful Connect (the
+	// process exited or was killed, stdout was closed, the HTTP session could
+	// not be re-established). The host may restart it.
+	ErrConnectionLost = errors.New("backend connection lost")
+
+	// ErrProtocol: the backend sent something that is not valid MCP (for
+	// stdio, a line on stdout that is not a JSON-RPC message).
+	ErrProtocol = errors.New("backend protocol violation")
+
+	// ErrTimeout: the operation's deadline passed before the backend
+	// answered. The error also wraps context.DeadlineExceeded.
+	ErrTimeout = errors.New("backend call timed out")
+
+	// ErrUnsupported: the backend did not declare the capability the
+	// operation needs (MCP 2025-11-25, basic/lifecycle, "Capability
+	// Negotiation").
+	ErrUnsupported = errors.New("capability not supported by backend")
+
+	// ErrOutputTooLarge: the backend's result exceeded the configured
+	// max_output. The result is dropped, never truncated.
+	ErrOutputTooLarge = errors.New("backend result exceeds max_output")
+)
