@@ -1,0 +1,313 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configures an HTTP transport. The zero value and nil are valid.
+type HTTPOptions struct {
+	// Headers are set on every HTTP request (including the initialize POST,
+	// the standalone SSE GET and the session DELETE), e.g. Authorization.
+	// Their values are never logged.
+	Headers map[string]string
+
+	// Client is the HTTP client to use; default: a client of its own with
+	// http.DefaultTransport's settings. Headers are added on top of its
+	// Transport.
+	Client *http.Client
+
+	// Logger receives the transport's diagnostics. Default: a null logger.
+	Logger hclog.Logger
+}
+
+// HTTP is a Transport to an MCP server over Streamable HTTP (MCP 2025-11-25,
+// basic/transports, "Streamable HTTP"), built on the go-sdk's
+// StreamableClientTransport.
+//
+// It adds what the go-sdk leaves to the application: when the server answers
+// 404 for the session (it restarted, or expired the session), the spec says
+// the client MUST start a new session with a fresh initialize request; HTTP
+// does so and retries the failed operation once. A second 404 on the retry is
+// returned as ErrConnectionLost.
+type HTTP struct {
+	url    string
+	client *http.Client
+	logger hclog.Logger
+
+	mu        sync.Mutex
+	closed    bool
+	sess      *session
+	reconnect sync.Mutex // serialises re-initialization after a lost session
+	sessions  int        // sessions opened so far (1 after Connect)
+}
+
+var _ Transport = (*HTTP)(nil)
+
+// NewHTTP returns an unconnected Transport for the Streamable HTTP endpoint
+// url. Nothing is sent until Connect.
+func NewHTTP(url string, opts *HTTPOptions) *HTTP {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	// A transport of its own, so closing idle connections affects only this
+	// backend.
+	var base http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	if o.Client != nil && o.Client.Transport != nil {
+		base = o.Client.Transport
+	}
+	client := &http.Client{}
+	if o.Client != nil {
+		*client = *o.Client
+	}
+	client.Transport = &headerTransport{base: base, headers: o.Headers}
+	logger := o.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &HTTP{url: url, client: client, logger: logger}
+}
+
+// headerTransport sets fixed headers on every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the base
+// transport.
+func (t *headerTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+func (h *HTTP) dial(ctx context.Context) (*session, error) {
+	t := &mcp.StreamableClientTransport{
+		Endpoint:   h.url,
+		HTTPClient: h.client,
+		// Reconnection of a broken SSE stream is the go-sdk's job; keep it
+		// short so a dead server is reported rather than retried for long.
+		MaxRetries: 2,
+	}
+	cs, err := newClient(h.logger).Connect(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	return newSession(cs), nil
+}
+
+// Connect opens a session: the initialize request and the initialized
+// notification. Errors: ErrStart when nothing answers at the URL (connection
+// refused, unknown host), ErrInitialize otherwise (an HTTP error status, a
+// response that is not MCP, a timeout).
+func (h *HTTP) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if h.sess != nil {
+		h.mu.Unlock()
+		return nil, errors.New("http transport: Connect called twice")
+	}
+	h.mu.Unlock()
+	sess, err := h.dial(ctx)
+	if err != nil {
+		if cerr := ctxError(ctx, "initialize"); cerr != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInitialize, h.url, cerr)
+		}
+		if unreachable(err) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrStart, h.url, err)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrInitialize, h.url, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		sess.cs.Close()
+		return nil, ErrClosed
+	}
+	h.sess = sess
+	h.sessions = 1
+	return sess.init, nil
+}
+
+// Sessions returns how many MCP sessions the transport has opened: 1 after
+// Connect, one more for every transparent re-initialization.
+func (h *HTTP) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions
+}
+
+func unreachable(err error) bool {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) ||
+		(errors.As(err, &opErr) && opErr.Op == "dial")
+}
+
+func (h *HTTP) current() (*session, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return nil, ErrClosed
+	case h.sess == nil:
+		return nil, ErrNotConnected
+	}
+	return h.sess, nil
+}
+
+// renew replaces the lost session old with a new one, unless another caller
+// already did.
+func (h *HTTP) renew(ctx context.Context, old *session) (*session, error) {
+	h.reconnect.Lock()
+	defer h.reconnect.Unlock()
+	h.mu.Lock()
+	cur, closed := h.sess, h.closed
+	h.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if cur != old {
+		return cur, nil
+	}
+	h.logger.Info("session lost (HTTP 404); re-initializing", "url", h.url)
+	sess, err := h.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		sess.cs.Close()
+		return nil, ErrClosed
+	}
+	h.sess = sess
+	h.sessions++
+	h.mu.Unlock()
+	old.cs.Close() // gone server-side; this releases our side
+	h.mu.Lock()
+	return sess, nil
+}
+
+func (h *HTTP) do(ctx context.Context, op string, f func(*session) error) error {
+	sess, err := h.current()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	err = f(sess)
+	if err != nil && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+		sess, rerr := h.renew(ctx, sess)
+		if rerr != nil {
+			return fmt.Errorf("%s: %w: session lost and re-initialization failed: %w", op, ErrConnectionLost, h.fault(ctx, rerr))
+		}
+		err = f(sess)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, h.fault(ctx, err))
+	}
+	return nil
+}
+
+func (h *HTTP) fault(ctx context.Context, err error) error {
+	if cerr := ctxError(ctx, "http"); cerr != nil {
+		return cerr
+	}
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case errors.Is(err, mcp.ErrSessionMissing):
+		return fmt.Errorf("%w: %v", ErrConnectionLost, err)
+	case errors.Is(err, mcp.ErrConnectionClosed) || unreachable(err):
+		return fmt.Errorf("%w: %v", ErrConnectionLost, err)
+	}
+	return err
+}
+
+// ListTools implements Transport.
+func (h *HTTP) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
+	err = h.do(ctx, "tools/list", func(se *session) (err error) { tools, err = se.listTools(ctx); return })
+	return tools, err
+}
+
+// CallTool implements Transport. A call whose session was lost before the
+// server processed it (the server answered 404) is retried once on a new
+// session; the 404 means the request never reached a live session.
+func (h *HTTP) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.CallToolResult, err error) {
+	err = h.do(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
+	return res, err
+}
+
+// ListResources implements Transport.
+func (h *HTTP) ListResources(ctx context.Context) (rs []*mcp.Resource, err error) {
+	err = h.do(ctx, "resources/list", func(se *session) (err error) { rs, err = se.listResources(ctx); return })
+	return rs, err
+}
+
+// ReadResource implements Transport.
+func (h *HTTP) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
+	err = h.do(ctx, "resources/read", func(se *session) (err error) { res, err = se.readResource(ctx, p); return })
+	return res, err
+}
+
+// ListPrompts implements Transport.
+func (h *HTTP) ListPrompts(ctx context.Context) (ps []*mcp.Prompt, err error) {
+	err = h.do(ctx, "prompts/list", func(se *session) (err error) { ps, err = se.listPrompts(ctx); return })
+	return ps, err
+}
+
+// GetPrompt implements Transport.
+func (h *HTTP) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (res *mcp.GetPromptResult, err error) {
+	err = h.do(ctx, "prompts/get", func(se *session) (err error) { res, err = se.getPrompt(ctx, p); return })
+	return res, err
+}
+
+// Close ends the session (the go-sdk sends the session DELETE, bounded to 5s)
+// and releases idle connections. Idempotent.
+func (h *HTTP) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	sess := h.sess
+	h.mu.Unlock()
+	// Wait for a re-initialization in flight to finish (it sees closed).
+	h.reconnect.Lock()
+	h.reconnect.Unlock()
+	var err error
+	if sess != nil {
+		err = sess.cs.Close()
+	}
+	h.client.CloseIdleConnections()
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,118 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Version is the client version toolhost reports in the MCP initialize
+// request (clientInfo.version).
+var Version = "0.1.0"
+
+// ClientName is the client name toolhost reports in clientInfo.name.
+const ClientName = "toolhost"
+
+// newClient builds the go-sdk client used by both MCP transports. Server log
+// notifications (notifications/message) go to logger.
+func newClient(logger hclog.Logger) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
+		// No roots, sampling or elicitation: toolhost is a tool host, not an
+		// end-user client, and must not let a server drive it.
+		Capabilities: &mcp.ClientCapabilities{},
+		Logger:       slog.New(slog.DiscardHandler),
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			p := req.Params
+			logger.Debug("server log", "level", p.Level, "logger", p.Logger, "data", p.Data)
+		},
+	})
+}
+
+// session adds capability gating, pagination and error classification to a
+// go-sdk ClientSession. It is shared by Stdio and HTTP.
+type session struct {
+	cs   *mcp.ClientSession
+	init *mcp.InitializeResult
+}
+
+func newSession(cs *mcp.ClientSession) *session {
+	return &session{cs: cs, init: cs.InitializeResult()}
+}
+
+func (s *session) caps() *mcp.ServerCapabilities {
+	if s.init == nil || s.init.Capabilities == nil {
+		return &mcp.ServerCapabilities{}
+	}
+	return s.init.Capabilities
+}
+
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	if s.caps().Tools == nil {
+		// A server without the tools capability has no tools; that is not an
+		// error for a catalogue.
+		return nil, nil
+	}
+	return collect(s.cs.Tools(ctx, nil))
+}
+
+func (s *session) callTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	return s.cs.CallTool(ctx, p)
+}
+
+func (s *session) listResources(ctx context.Context) ([]*mcp.Resource, error) {
+	if s.caps().Resources == nil {
+		return nil, fmt.Errorf("resources/list: %w", ErrUnsupported)
+	}
+	return collect(s.cs.Resources(ctx, nil))
+}
+
+func (s *session) readResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	if s.caps().Resources == nil {
+		return nil, fmt.Errorf("resources/read: %w", ErrUnsupported)
+	}
+	return s.cs.ReadResource(ctx, p)
+}
+
+func (s *session) listPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
+	if s.caps().Prompts == nil {
+		return nil, fmt.Errorf("prompts/list: %w", ErrUnsupported)
+	}
+	return collect(s.cs.Prompts(ctx, nil))
+}
+
+func (s *session) getPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	if s.caps().Prompts == nil {
+		return nil, fmt.Errorf("prompts/get: %w", ErrUnsupported)
+	}
+	return s.cs.GetPrompt(ctx, p)
+}
+
+// ctxError maps a done context to the package's errors: a passed deadline
+// wraps both ErrTimeout and context.DeadlineExceeded; a cancellation wraps
+// context.Canceled. It returns nil while ctx is live.
+func ctxError(ctx context.Context, op string) error {
+	switch err := ctx.Err(); {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w (%w)", op, ErrTimeout, err)
+	default:
+		return fmt.Errorf("%s: %w", op, err)
+	}
+}
