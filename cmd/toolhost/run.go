@@ -1,0 +1,383 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+)
+
+// Exit codes.
+const (
+	exitOK        = 0
+	exitToolError = 1 // the tool ran and returned isError
+	exitUsage     = 2 // bad flags or configuration
+	exitCallError = 3 // the call could not be made
+)
+
+// defaultConfig is used when --config is not given and TOOLHOST_CONFIG is
+// unset: the toolhost.toml of the working directory (the repository's bundled
+// default configuration when run from its root).
+const defaultConfig = "toolhost.toml"
+
+const usage = `Usage: toolhost [--config PATH] [--log-level LEVEL] COMMAND [flags]
+
+Commands:
+  tools [--json]                 list the catalogue of tools
+  call NAME [--args JSON] [--json]
+                                 call a tool and print its result
+  status [--json]                start every backend and show its state
+  check                          validate the configuration and show what would load
+  inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
+
+Global flags:
+  --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
+  --log-level LEVEL trace, debug, info, warn (default), error or off; logs go to stderr
+
+Exit status: 0 ok, 1 tool returned an error result, 2 usage or configuration error,
+3 call failed (unknown tool, backend unavailable, timeout).
+`
+
+type cli struct {
+	stdout, stderr io.Writer
+	configPath     string
+	logLevel       string
+	logger         hclog.Logger
+}
+
+// run is the whole CLI: it parses args (without the program name), writes to
+// stdout and stderr, and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr}
+	fs := flag.NewFlagSet("toolhost", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.configPath, "config", "", "")
+	fs.StringVar(&c.logLevel, "log-level", "warn", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		return c.usageError(err.Error())
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	level := hclog.LevelFromString(c.logLevel)
+	if level == hclog.NoLevel {
+		return c.usageError(fmt.Sprintf("unknown --log-level %q", c.logLevel))
+	}
+	c.logger = hclog.New(&hclog.LoggerOptions{Name: "toolhost", Level: level, Output: stderr})
+
+	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	switch cmd {
+	case "tools":
+		return c.tools(rest)
+	case "call":
+		return c.call(rest)
+	case "status":
+		return c.status(rest)
+	case "check":
+		return c.check(rest)
+	case "inspect":
+		return c.inspect(rest)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	return c.usageError(fmt.Sprintf("unknown command %q", cmd))
+}
+
+func (c *cli) usageError(msg string) int {
+	fmt.Fprintf(c.stderr, "toolhost: %s\nRun 'toolhost help' for usage.\n", msg)
+	return exitUsage
+}
+
+// parse parses a subcommand's flags, allowing them before and after its
+// positional arguments, and returns the positionals.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func (c *cli) loadConfig() (*config.Config, int) {
+	path := c.configPath
+	if path == "" {
+		path = os.Getenv("TOOLHOST_CONFIG")
+	}
+	if path == "" {
+		path = defaultConfig
+	}
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && c.configPath == "" {
+			fmt.Fprintf(c.stderr, "toolhost: no configuration: %s not found; pass --config PATH or set TOOLHOST_CONFIG\n", path)
+			return nil, exitUsage
+		}
+		fmt.Fprintf(c.stderr, "toolhost: invalid configuration:\n%v\n", err)
+		return nil, exitUsage
+	}
+	return cfg, exitOK
+}
+
+// withHost loads the configuration, starts a Host, runs f and closes the
+// Host. SIGINT and SIGTERM cancel f's context.
+func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
+	cfg, code := c.loadConfig()
+	if cfg == nil {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, err := host.New(ctx, cfg, &host.Options{Logger: c.logger})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		return exitUsage
+	}
+	defer func() {
+		if err := h.Close(); err != nil {
+			c.logger.Warn("close", "error", err)
+		}
+	}()
+	for _, st := range h.Status() {
+		if st.State == host.StateFailed {
+			fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start: %s\n", st.Name, st.LastError)
+		}
+	}
+	return f(ctx, h)
+}
+
+func (c *cli) tools(args []string) int {
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return c.usageError("usage: toolhost tools [--json]")
+	}
+	return c.withHost(func(ctx context.Context, h *host.Host) int {
+		tools, err := h.Tools(ctx)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+			return exitCallError
+		}
+		if *asJSON {
+			type jsonTool struct {
+				Name         string               `json:"name"`
+				Backend      string               `json:"backend"`
+				BackendTool  string               `json:"backend_tool"`
+				Title        string               `json:"title,omitempty"`
+				Description  string               `json:"description,omitempty"`
+				InputSchema  any                  `json:"inputSchema"`
+				OutputSchema any                  `json:"outputSchema,omitempty"`
+				Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+			}
+			out := make([]jsonTool, 0, len(tools))
+			for _, t := range tools {
+				out = append(out, jsonTool{t.Name, t.Backend, t.BackendTool, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations})
+			}
+			return c.printJSON(out)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tBACKEND\tDESCRIPTION")
+		for _, t := range tools {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Backend, firstLine(t.Description, 70))
+		}
+		tw.Flush()
+		return exitOK
+	})
+}
+
+func firstLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func (c *cli) printJSON(v any) int {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		return exitCallError
+	}
+	return exitOK
+}
+
+func (c *cli) call(args []string) int {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	argJSON := fs.String("args", "{}", "")
+	asJSON := fs.Bool("json", false, "")
+	pos, err := parse(fs, args)
+	if err != nil || len(pos) != 1 {
+		return c.usageError(`usage: toolhost call NAME [--args '{"key":"value"}'] [--json]`)
+	}
+	name := pos[0]
+	if !json.Valid([]byte(*argJSON)) {
+		return c.usageError(fmt.Sprintf("--args is not valid JSON: %s", *argJSON))
+	}
+	return c.withHost(func(ctx context.Context, h *host.Host) int {
+		start := time.Now()
+		res, err := h.CallTool(ctx, name, json.RawMessage(*argJSON))
+		if err != nil {
+			fmt.Fprintf(c.stderr, "toolhost: call failed: %v\n", err)
+			return exitCallError
+		}
+		c.logger.Debug("call done", "tool", name, "elapsed", time.Since(start))
+		if *asJSON {
+			if code := c.printJSON(res); code != exitOK {
+				return code
+			}
+		} else {
+			printResult(c.stdout, res)
+		}
+		if res.IsError {
+			fmt.Fprintf(c.stderr, "toolhost: tool %s returned an error result\n", name)
+			return exitToolError
+		}
+		return exitOK
+	})
+}
+
+// printResult writes a result for a person: text as is, structured content
+// as indented JSON when there is no text, and a one-line summary of other
+// content.
+func printResult(w io.Writer, res *mcp.CallToolResult) {
+	hasText := false
+	for _, ct := range res.Content {
+		switch ct := ct.(type) {
+		case *mcp.TextContent:
+			hasText = true
+			fmt.Fprintln(w, ct.Text)
+		case *mcp.ImageContent:
+			fmt.Fprintf(w, "[image %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(w, "[audio %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(w, "[resource link %s %s]\n", ct.URI, ct.Name)
+		case *mcp.EmbeddedResource:
+			if ct.Resource != nil && ct.Resource.Text != "" {
+				fmt.Fprintln(w, ct.Resource.Text)
+			} else if ct.Resource != nil {
+				fmt.Fprintf(w, "[resource %s, %d bytes]\n", ct.Resource.URI, len(ct.Resource.Blob))
+			}
+		default:
+			b, _ := json.Marshal(ct)
+			fmt.Fprintln(w, string(b))
+		}
+	}
+	if res.StructuredContent != nil && !hasText {
+		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+		fmt.Fprintln(w, string(b))
+	}
+}
+
+func (c *cli) status(args []string) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return c.usageError("usage: toolhost status [--json]")
+	}
+	return c.withHost(func(ctx context.Context, h *host.Host) int {
+		st := h.Status()
+		if *asJSON {
+			return c.printJSON(st)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "BACKEND\tKIND\tSTATE\tTOOLS\tPID\tSERVER\tLAST ERROR")
+		for _, s := range st {
+			pid := "-"
+			if s.Pid > 0 {
+				pid = fmt.Sprint(s.Pid)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, s.Tools, pid, dash(s.Server), dash(firstLine(s.LastError, 100)))
+		}
+		tw.Flush()
+		return exitOK
+	})
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (c *cli) check(args []string) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		return c.usageError("usage: toolhost check")
+	}
+	cfg, code := c.loadConfig()
+	if cfg == nil {
+		return code
+	}
+	fmt.Fprintf(c.stdout, "configuration %s is valid\n", cfg.Path)
+	fmt.Fprintf(c.stdout, "call timeout: %s\n", cfg.Host.CallTimeout)
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND\tKIND\tTOOL PREFIX\tTIMEOUT\tSTARTS")
+	names := cfg.Backends()
+	sort.Strings(names)
+	for _, n := range names {
+		if s, ok := cfg.Servers[n]; ok {
+			prefix, timeout := prefixText(n, s.Prefix), effective(s.Timeout, cfg.Host.CallTimeout)
+			if s.IsStdio() {
+				fmt.Fprintf(tw, "%s\tstdio\t%s\t%s\t%s\n", n, prefix, timeout, strings.Join(append([]string{s.Command}, s.Args...), " "))
+			} else {
+				fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\n", n, prefix, timeout, s.URL)
+			}
+			continue
+		}
+		p := cfg.Plugins[n]
+		fmt.Fprintf(tw, "%s\twasm\t%s\t%s\t%s\n", n, prefixText(n, p.Prefix), effective(p.Timeout, cfg.Host.CallTimeout), p.Path)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func prefixText(name string, p *string) string {
+	if p == nil {
+		return name + "__"
+	}
+	if *p == "" {
+		return "(none)"
+	}
+	return *p
+}
+
+func effective(own, def config.Duration) config.Duration {
+	if own > 0 {
+		return own
+	}
+	return def
+}

@@ -1,0 +1,86 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/toolhost/toolhost/transport"
+)
+
+// Errors returned by Host methods. Every error wraps at most one of these
+// (plus, where a backend failed, the transport sentinel that explains how),
+// so callers can tell faults apart with errors.Is.
+var (
+	// ErrUnknownTool: no tool of that name is in the catalogue. The error is
+	// an *UnknownToolError.
+	ErrUnknownTool = errors.New("unknown tool")
+
+	// ErrBackendUnavailable: the tool's backend is not connected (it failed
+	// to start, or its connection was lost). The error also wraps the
+	// backend's last error; Status shows it too.
+	ErrBackendUnavailable = errors.New("backend unavailable")
+
+	// ErrInvalidArguments: the arguments are not a JSON object (MCP
+	// 2025-11-25, server/tools: "arguments" is an object).
+	ErrInvalidArguments = errors.New("invalid tool arguments")
+
+	// ErrNameCollision: two tools map to the same catalogue name. Returned
+	// by New; set a backend's prefix to separate them.
+	ErrNameCollision = errors.New("tool name collision")
+
+	// ErrClosed: the Host was closed.
+	ErrClosed = errors.New("host closed")
+
+	// ErrTimeout is transport.ErrTimeout: the call's deadline ([host]
+	// call_timeout or the backend's timeout, or the caller's context)
+	// passed. The error also wraps context.DeadlineExceeded.
+	ErrTimeout = transport.ErrTimeout
+
+	// ErrConnectionLost is transport.ErrConnectionLost: the backend died or
+	// went away during the call.
+	ErrConnectionLost = transport.ErrConnectionLost
+)
+
+// UnknownToolError is the error for a name that is not in the catalogue. It
+// names close matches so a caller (or a model) can correct itself; it never
+// includes arguments or configuration.
+type UnknownToolError struct {
+	Name    string
+	Similar []string // up to 3 catalogue names sharing a part with Name
+}
+
+func (e *UnknownToolError) Error() string {
+	msg := fmt.Sprintf("unknown tool %q", e.Name)
+	if len(e.Similar) > 0 {
+		msg += "; did you mean " + strings.Join(e.Similar, ", ") + "?"
+	} else {
+		msg += "; list the catalogue with Tools (toolhost tools)"
+	}
+	return msg
+}
+
+func (e *UnknownToolError) Unwrap() error { return ErrUnknownTool }
+
+// similar returns up to three names that contain name's tool part or
+// share its backend part.
+func similar(name string, names []string) []string {
+	var out []string
+	part := name
+	if i := strings.LastIndex(name, "__"); i >= 0 {
+		part = name[i+2:]
+	}
+	part = strings.ToLower(part)
+	for _, n := range names {
+		ln := strings.ToLower(n)
+		if part != "" && (strings.HasSuffix(ln, "__"+part) || ln == part || strings.Contains(ln, part)) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 3 {
+		out = out[:3]
+	}
+	return out
+}

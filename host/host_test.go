@@ -1,0 +1,365 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/transport"
+)
+
+func TestMain(m *testing.M) {
+	code := testutil.Main(m)
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// newHost parses a TOML configuration (with @FIXTURE@ replaced by the fixture
+// server's path) and starts a Host on it, closed when the test ends.
+func newHost(t *testing.T, toml string) *host.Host {
+	t.Helper()
+	toml = strings.ReplaceAll(toml, "@FIXTURE@", testutil.Fixture(t))
+	toml = strings.ReplaceAll(toml, "@EVERYTHING@", testutil.EverythingPackage)
+	cfg, err := config.Parse([]byte(toml), &config.Options{Name: "test.toml", LookupEnv: func(k string) (string, bool) {
+		if k == "SECRET_TOKEN" {
+			return "tok-very-secret", true
+		}
+		return os.LookupEnv(k)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(context.Background(), cfg, &host.Options{
+		Logger:         hclog.New(&hclog.LoggerOptions{Name: "host", Output: testWriter{t}, Level: hclog.Info}),
+		TerminateGrace: 500 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func text(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func statusOf(h *host.Host, name string) host.BackendStatus {
+	for _, s := range h.Status() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return host.BackendStatus{}
+}
+
+const brokenBackends = `
+[servers.missing]
+command = "toolhost-no-such-program"
+
+[servers.exits]
+command = "@FIXTURE@"
+args = ["-mode=exit-init"]
+
+[servers.garbage]
+command = "@FIXTURE@"
+args = ["-mode=garbage"]
+
+[servers.deadhttp]
+url = "http://127.0.0.1:1/mcp"
+`
+
+// TestBrokenBackendsDoNotBreakOthers: backends that fail to start in four
+// different ways show as failed with distinct errors, while the catalogue
+// and calls of the working backends are unaffected.
+func TestBrokenBackendsDoNotBreakOthers(t *testing.T) {
+	h := newHost(t, `
+[servers.fixture]
+command = "@FIXTURE@"
+env = { TOKEN = "${SECRET_TOKEN}" }
+`+brokenBackends)
+	ctx := context.Background()
+	tools, err := h.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+		if tool.Backend != "fixture" {
+			t.Errorf("tool %s from %s: only fixture is up", tool.Name, tool.Backend)
+		}
+	}
+	if !strings.Contains(strings.Join(names, " "), "fixture__echo") {
+		t.Fatalf("catalogue %v lacks fixture__echo", names)
+	}
+	for name, want := range map[string]error{
+		"missing":  transport.ErrStart,
+		"exits":    transport.ErrInitialize,
+		"garbage":  transport.ErrProtocol,
+		"deadhttp": transport.ErrStart,
+	} {
+		st := statusOf(h, name)
+		if st.State != host.StateFailed || !errors.Is(st.Err, want) {
+			t.Errorf("%s: status %+v, want failed with %v", name, st, want)
+		}
+	}
+	if st := statusOf(h, "fixture"); st.State != host.StateReady || st.Tools != 6 || st.Pid == 0 {
+		t.Errorf("fixture status %+v, want ready with 6 tools and a pid", st)
+	}
+	if s := statusOf(h, "exits").LastError; !strings.Contains(s, "status 3") {
+		t.Errorf("exits: last error %q should give the exit status", s)
+	}
+	if s := statusOf(h, "garbage").LastError; !strings.Contains(s, "not a JSON-RPC message") {
+		t.Errorf("garbage: last error %q should name the protocol violation", s)
+	}
+	res, err := h.CallTool(ctx, "fixture__echo", map[string]any{"text": "still serving"})
+	if err != nil || text(t, res) != "still serving" {
+		t.Fatalf("echo: %v %v", res, err)
+	}
+}
+
+func TestCallErrors(t *testing.T) {
+	h := newHost(t, `
+[servers.fixture]
+command = "@FIXTURE@"
+env = { TOKEN = "${SECRET_TOKEN}" }
+
+[servers.slow]
+command = "@FIXTURE@"
+timeout = "300ms"
+
+[servers.crashy]
+command = "@FIXTURE@"
+`)
+	ctx := context.Background()
+
+	t.Run("UnknownTool", func(t *testing.T) {
+		_, err := h.CallTool(ctx, "fixture__ech", nil)
+		var ute *host.UnknownToolError
+		if !errors.Is(err, host.ErrUnknownTool) || !errors.As(err, &ute) {
+			t.Fatalf("got %v, want ErrUnknownTool", err)
+		}
+		if strings.Contains(err.Error(), "tok-very-secret") {
+			t.Fatalf("error leaks a secret: %v", err)
+		}
+		if !strings.Contains(err.Error(), "fixture__echo") {
+			t.Errorf("error %q should suggest fixture__echo", err)
+		}
+	})
+	t.Run("ToolErrorResult", func(t *testing.T) {
+		res, err := h.CallTool(ctx, "fixture__fail", map[string]any{"message": "nope"})
+		if err != nil || !res.IsError || text(t, res) != "nope" {
+			t.Fatalf("got %+v, %v; want an isError result", res, err)
+		}
+	})
+	t.Run("InvalidArguments", func(t *testing.T) {
+		for _, args := range []any{json.RawMessage(`[1,2]`), `"text"`, []byte(`{bad`)} {
+			_, err := h.CallTool(ctx, "fixture__echo", args)
+			if !errors.Is(err, host.ErrInvalidArguments) {
+				t.Errorf("args %s: got %v, want ErrInvalidArguments", args, err)
+			}
+		}
+	})
+	t.Run("Timeout", func(t *testing.T) {
+		start := time.Now()
+		_, err := h.CallTool(ctx, "slow__sleep", map[string]any{"ms": 10000})
+		if !errors.Is(err, host.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want ErrTimeout", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("timed-out call took %v", d)
+		}
+		// The backend keeps serving after a timed-out call.
+		if res, err := h.CallTool(ctx, "slow__echo", map[string]any{"text": "ok"}); err != nil || text(t, res) != "ok" {
+			t.Fatalf("after timeout: %v %v", res, err)
+		}
+	})
+	t.Run("CallerDeadlineWins", func(t *testing.T) {
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		_, err := h.CallTool(cctx, "fixture__sleep", map[string]any{"ms": 10000})
+		if !errors.Is(err, host.ErrTimeout) {
+			t.Fatalf("got %v, want ErrTimeout", err)
+		}
+	})
+	t.Run("Crash", func(t *testing.T) {
+		pid := statusOf(h, "crashy").Pid
+		_, err := h.CallTool(ctx, "crashy__crash", nil)
+		if !errors.Is(err, host.ErrConnectionLost) {
+			t.Fatalf("got %v, want ErrConnectionLost", err)
+		}
+		st := statusOf(h, "crashy")
+		if st.State != host.StateFailed || !strings.Contains(st.LastError, "status 7") {
+			t.Errorf("status after crash: %+v", st)
+		}
+		_, err = h.CallTool(ctx, "crashy__echo", map[string]any{"text": "x"})
+		if !errors.Is(err, host.ErrBackendUnavailable) {
+			t.Errorf("call to a crashed backend: %v, want ErrBackendUnavailable", err)
+		}
+		if left := transport.GroupMembers(pid); len(left) > 0 {
+			t.Errorf("crashed server's group still has %v", left)
+		}
+		// Other backends are unaffected.
+		if res, err := h.CallTool(ctx, "fixture__echo", map[string]any{"text": "alive"}); err != nil || text(t, res) != "alive" {
+			t.Fatalf("other backend after crash: %v %v", res, err)
+		}
+	})
+}
+
+func TestCollision(t *testing.T) {
+	toml := strings.ReplaceAll(`
+[servers.one]
+command = "@FIXTURE@"
+prefix = ""
+
+[servers.two]
+command = "@FIXTURE@"
+prefix = ""
+`, "@FIXTURE@", testutil.Fixture(t))
+	cfg, err := config.Parse([]byte(toml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(context.Background(), cfg, nil)
+	if err == nil {
+		h.Close()
+		t.Fatal("New succeeded with colliding tool names")
+	}
+	if !errors.Is(err, host.ErrNameCollision) || !strings.Contains(err.Error(), `one's tool "echo"`) ||
+		!strings.Contains(err.Error(), `two's tool "echo"`) {
+		t.Fatalf("got %v, want ErrNameCollision naming both sources", err)
+	}
+}
+
+func TestPrefixAndPromptsAndResources(t *testing.T) {
+	h := newHost(t, `
+[servers.fx]
+command = "@FIXTURE@"
+prefix = "f_"
+`)
+	ctx := context.Background()
+	if res, err := h.CallTool(ctx, "f_add", map[string]any{"a": 2, "b": 3}); err != nil {
+		t.Fatal(err)
+	} else if sc, _ := json.Marshal(res.StructuredContent); string(sc) != `{"sum":5}` {
+		t.Errorf("structured content %s", sc)
+	}
+	ps, err := h.Prompts(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Name != "f_greeting" {
+		t.Fatalf("prompts %+v %v", ps, err)
+	}
+	pr, err := h.GetPrompt(ctx, "f_greeting", map[string]string{"name": "Ada"})
+	if err != nil || !strings.Contains(pr.Messages[0].Content.(*mcp.TextContent).Text, "Hello, Ada!") {
+		t.Fatalf("prompt %+v %v", pr, err)
+	}
+	rs, err := h.Resources(ctx)
+	if err != nil || len(rs) != 1 || rs[0].URI != "fixture://readme" {
+		t.Fatalf("resources %+v %v", rs, err)
+	}
+	rr, err := h.ReadResource(ctx, rs[0].Backend, rs[0].URI)
+	if err != nil || rr.Contents[0].Text != "fixture readme" {
+		t.Fatalf("read %+v %v", rr, err)
+	}
+}
+
+// TestEverythingAndFixture runs the main job: the reference server from npm
+// and our Go fixture in one catalogue, over stdio, plus server-everything
+// over Streamable HTTP.
+func TestEverythingAndFixture(t *testing.T) {
+	testutil.NeedNpx(t)
+	url := testutil.StartEverythingHTTP(t)
+	h := newHost(t, `
+[servers.everything]
+command = "npx"
+args = ["-y", "@EVERYTHING@", "stdio"]
+
+[servers.remote]
+url = "`+url+`"
+
+[servers.fixture]
+command = "@FIXTURE@"
+`)
+	ctx := context.Background()
+	for _, st := range h.Status() {
+		if st.State != host.StateReady {
+			t.Fatalf("%s not ready: %+v", st.Name, st)
+		}
+	}
+	res, err := h.CallTool(ctx, "everything__echo", map[string]any{"message": "via stdio"})
+	if err != nil || text(t, res) != "Echo: via stdio" {
+		t.Fatalf("everything__echo: %v %v", res, err)
+	}
+	res, err = h.CallTool(ctx, "remote__get-sum", map[string]any{"a": 19, "b": 23})
+	if err != nil || !strings.Contains(text(t, res), "42") {
+		t.Fatalf("remote__get-sum: %v %v", res, err)
+	}
+	// Concurrent calls across backends.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name, args := "fixture__echo", map[string]any{"text": fmt.Sprint(i)}
+			if i%2 == 0 {
+				name, args = "everything__echo", map[string]any{"message": fmt.Sprint(i)}
+			}
+			if _, err := h.CallTool(ctx, name, args); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	// Close leaves no process of any backend's group.
+	var pids []int
+	for _, st := range h.Status() {
+		if st.Pid > 0 {
+			pids = append(pids, st.Pid)
+		}
+	}
+	if err := h.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	for _, pid := range pids {
+		if left := transport.GroupMembers(pid); len(left) > 0 {
+			t.Errorf("process group %d still has %v after Close", pid, left)
+		}
+	}
+	if _, err := h.CallTool(ctx, "fixture__echo", nil); !errors.Is(err, host.ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
