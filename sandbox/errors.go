@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"errors"
+	"strings"
+)
+
+// Errors returned by sandbox, in addition to the transport sentinels
+// (transport.ErrTimeout, transport.ErrOutputTooLarge, transport.ErrProtocol,
+// transport.ErrClosed, transport.ErrNotConnected, transport.ErrStart,
+// transport.ErrInitialize). Test with errors.Is; an error wraps at most one of
+// the sentinels below, and where a transport sentinel fits it wraps that one
+// too (noted per sentinel).
+var (
+	// ErrChecksum: the module file's SHA-256 does not match the configured
+	// sha256 pin. Also wraps transport.ErrStart. Rebuild or re-download the
+	// plugin, or update the pin if the new file is trusted.
+	ErrChecksum = errors.New("plugin checksum mismatch")
+
+	// ErrABI: the module's exports match no supported plugin ABI (hyper-mcp
+	// "v2": list_tools + call_tool; mcp.run servlet "v1": describe + call), an
+	// ABI export has the wrong signature (want () -> i32), or the module is
+	// not valid WebAssembly. Also wraps transport.ErrInitialize. The message
+	// names the exports found; see docs/PLUGIN-ABI.md.
+	ErrABI = errors.New("unsupported plugin ABI")
+
+	// ErrMemoryLimit: the module needs more linear memory than its cap. At
+	// Connect (also wraps transport.ErrInitialize) the message says the
+	// minimum the module needs to start; during a call it means the guest
+	// ran out of memory (its instance is discarded). Raise memory in the
+	// plugin's config.
+	ErrMemoryLimit = errors.New("plugin memory limit exceeded")
+
+	// ErrTrap: the guest trapped (a Go panic, unreachable, an out-of-bounds
+	// access, proc_exit with a non-zero code, a kernel call with an invalid
+	// pointer). The message carries the guest's panic line when it printed
+	// one on stderr. The instance is discarded; the plugin keeps serving.
+	ErrTrap = errors.New("plugin trapped")
+
+	// ErrInputTooLarge: the request is larger than the plugin's kernel memory
+	// can hold (half of its memory cap). The Extism go-sdk silently drops
+	// such an input (the guest would see an empty input), so sandbox refuses
+	// it up front. Send less, or raise memory.
+	ErrInputTooLarge = errors.New("request exceeds plugin input limit")
+
+	// ErrHostDenied: the guest's http_request targeted a URL the plugin may
+	// not reach: a host outside allowed_hosts (also after a redirect), a
+	// scheme other than http/https, or an address in a refused range
+	// (loopback, private, link-local, CGNAT, cloud metadata) that no
+	// allowed_hosts entry names explicitly. The call fails and the instance
+	// is discarded.
+	ErrHostDenied = errors.New("plugin HTTP request denied")
+
+	// ErrHostFunction: a host function called by the guest failed for a
+	// reason other than policy: an HTTP request that could not be carried out
+	// (connection refused, DNS failure, response larger than the HTTP limit),
+	// malformed request JSON, a full variable store. The call fails and the
+	// instance is discarded.
+	ErrHostFunction = errors.New("plugin host function failed")
+
+	// ErrGuest: the plugin reported a failure of a non-tool operation
+	// (error_set and a non-zero return from list_tools, read_resource, ...),
+	// or returned a non-zero code without setting an error (any export). A
+	// call_tool failure reported with error_set is not an error: it becomes a
+	// CallToolResult with IsError set, per the Transport contract.
+	ErrGuest = errors.New("plugin reported an error")
+)
+
+// panicLine extracts the guest's panic or fatal-error line from the tail of
+// its stderr, or "".
+func panicLine(tail []string) string {
+	for _, l := range tail {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return l
+		}
+	}
+	return ""
+}
+
+func outOfMemory(tail []string) bool {
+	for _, l := range tail {
+		if strings.Contains(l, "out of memory") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,3 @@
+module github.com/toolhost/toolhost/testdata/plugins
+
+go 1.26
