@@ -1,0 +1,306 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+var (
+	// backendNameRE is the rule for [servers.NAME] and [plugins.NAME]: tool
+	// names are NAME__TOOL and must stay within ^[A-Za-z0-9_-]{1,64}$.
+	backendNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	prefixRE      = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)
+)
+
+const (
+	// wasmPage is the WebAssembly page size; memory caps are whole pages.
+	wasmPage = 64 << 10
+	// maxWasmMemory is the most a 32-bit WebAssembly memory can hold.
+	maxWasmMemory = 65536 * wasmPage
+	// maxInstances bounds a plugin's instance pool.
+	maxInstances = 256
+)
+
+// validate checks cfg once decoded and fills in defaults. It runs even when
+// decoding found problems, so that one load reports them all; fields that
+// failed to decode are skipped (isSet).
+func (l *loader) validate(cfg *Config) {
+	l.validating = true
+	// [host]
+	h := &cfg.Host
+	l.timeout(toml.Key{"host", "call_timeout"}, h.CallTimeout)
+	if h.CallTimeout == 0 {
+		h.CallTimeout = Duration(DefaultCallTimeout)
+	}
+	if h.CacheDir != "" {
+		h.CacheDir = resolvePath(l.dir, h.CacheDir)
+	}
+
+	// Names: unique across servers and plugins, reported on the later one.
+	type backend struct {
+		key  toml.Key
+		line int
+	}
+	var all []backend
+	for _, n := range cfg.ServerNames() {
+		all = append(all, backend{toml.Key{"servers", n}, cfg.Servers[n].Line})
+	}
+	for _, n := range cfg.PluginNames() {
+		all = append(all, backend{toml.Key{"plugins", n}, cfg.Plugins[n].Line})
+	}
+	slices.SortStableFunc(all, func(a, b backend) int { return a.line - b.line })
+	seen := map[string]backend{}
+	for _, b := range all {
+		name := b.key[1]
+		switch {
+		case !backendNameRE.MatchString(name):
+			l.errorf(b.key, "invalid name %q: use 1 to 64 letters, digits, _ and -", name)
+		case strings.Contains(name, "__"):
+			l.errorf(b.key, "invalid name %q: it must not contain \"__\", which separates the backend from the tool in tool names", name)
+		}
+		if first, dup := seen[name]; dup {
+			l.errorf(b.key, "name %q is already used by %s (line %d): backend names must be unique across servers and plugins; rename one", name, first.key, first.line)
+			continue
+		}
+		seen[name] = b
+	}
+
+	for _, n := range cfg.ServerNames() {
+		l.validateServer(cfg.Servers[n], toml.Key{"servers", n})
+	}
+	for _, n := range cfg.PluginNames() {
+		l.validatePlugin(cfg.Plugins[n], toml.Key{"plugins", n})
+	}
+}
+
+func (l *loader) validateServer(s *Server, key toml.Key) {
+	k := func(name string) toml.Key { return append(key[:len(key):len(key)], name) }
+	switch {
+	case s.Command != "" && s.URL != "":
+		l.errorf(key, "has both command and url: set exactly one of command (a stdio server) or url (a Streamable HTTP server)")
+	case s.Command == "" && s.URL == "" && !l.reported(k("command")) && !l.reported(k("url")) && !l.typos[key.String()]:
+		// (With an unknown key in the table, that is the likely cause.)
+		l.errorf(key, "has neither command nor url: set exactly one of command (a stdio server) or url (a Streamable HTTP server)")
+	case s.Command != "":
+		for _, f := range []string{"headers"} {
+			if l.isSet(k(f)) {
+				l.errorf(k(f), "is only used by HTTP servers (url): remove it, or replace command with url")
+			}
+		}
+	case s.URL != "":
+		for _, f := range []string{"args", "env", "inherit_env", "cwd"} {
+			if l.isSet(k(f)) {
+				l.errorf(k(f), "is only used by stdio servers (command): remove it, or replace url with command")
+			}
+		}
+	}
+	if s.Command != "" && strings.ContainsRune(s.Command, 0) {
+		l.errorf(k("command"), "must not contain a NUL character")
+	}
+	for i, a := range s.Args {
+		if strings.ContainsRune(a, 0) {
+			l.errorf(k("args"), "element %d must not contain a NUL character", i+1)
+		}
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+			l.errorf(k("url"), "%q is not an http or https URL with a host: write it like \"http://127.0.0.1:3001/mcp\"", s.URL)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Env)) {
+		ek := append(k("env"), name)
+		if !validEnvName(name) {
+			l.errorf(ek, "invalid environment variable name %q: use letters, digits and _, not starting with a digit", name)
+		} else if strings.ContainsRune(s.Env[name], 0) {
+			l.errorf(ek, "must not contain a NUL character")
+		}
+	}
+	for i, name := range s.InheritEnv {
+		if !validEnvName(name) {
+			l.errorf(k("inherit_env"), "element %d %q is not a valid environment variable name: use letters, digits and _, not starting with a digit", i+1, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+		hk := append(k("headers"), name)
+		if !validHeaderName(name) {
+			l.errorf(hk, "invalid HTTP header name %q: use letters, digits and !#$%%&'*+-.^_`|~", name)
+		} else if !validHeaderValue(s.Headers[name]) {
+			l.errorf(hk, "the value must not contain line breaks or other control characters")
+		}
+	}
+	if s.Cwd != "" {
+		s.Cwd = resolvePath(l.dir, s.Cwd)
+	}
+	l.timeout(k("timeout"), s.Timeout)
+	l.prefix(k("prefix"), s.Prefix)
+}
+
+func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
+	k := func(name string) toml.Key { return append(key[:len(key):len(key)], name) }
+	if p.Path == "" {
+		if !l.reported(k("path")) && !l.typos[key.String()] {
+			l.errorf(key, "path is required: set path to the plugin's .wasm file")
+		}
+	} else {
+		p.Path = resolvePath(l.dir, p.Path)
+	}
+	if p.SHA256 != "" {
+		if _, err := hex.DecodeString(p.SHA256); err != nil || len(p.SHA256) != 64 {
+			l.errorf(k("sha256"), "%q is not a SHA-256 digest: write the 64 hex digits printed by sha256sum, or remove the key", p.SHA256)
+		} else {
+			p.SHA256 = strings.ToLower(p.SHA256)
+		}
+	}
+	switch p.Isolation {
+	case "":
+		p.Isolation = "pooled"
+	case "pooled", "fresh":
+	default:
+		l.errorf(k("isolation"), "%q is not an isolation mode: use \"pooled\" (instances are reused) or \"fresh\" (a new instance per call)", p.Isolation)
+	}
+	if p.Instances < 0 || p.Instances > maxInstances {
+		l.errorf(k("instances"), "%d is out of range: use 1 to %d, or remove the key for the sandbox default", p.Instances, maxInstances)
+	}
+	for i, h := range p.AllowedHosts {
+		lh, err := hostGlob(h)
+		if err != nil {
+			l.errorf(k("allowed_hosts"), "element %d %q: %v", i+1, h, err)
+			continue
+		}
+		p.AllowedHosts[i] = lh
+	}
+	for _, guest := range slices.Sorted(maps.Keys(p.AllowedPaths)) {
+		pk := append(k("allowed_paths"), guest)
+		if !path.IsAbs(guest) || path.Clean(guest) != guest {
+			l.errorf(pk, "guest path %q must be absolute and clean, like \"/data\"", guest)
+			continue
+		}
+		m := Mount{Guest: guest}
+		v := p.AllowedPaths[guest]
+		switch {
+		case strings.HasPrefix(v, "rw:"):
+			m.ReadWrite, v = true, v[3:]
+		case strings.HasPrefix(v, "ro:"):
+			v = v[3:]
+		}
+		if v == "" {
+			l.errorf(pk, "no host directory: write \"ro:HOSTDIR\", \"rw:HOSTDIR\" or \"HOSTDIR\" (read-only)")
+			continue
+		}
+		m.Host = resolvePath(l.dir, v)
+		p.Mounts = append(p.Mounts, m)
+	}
+	if l.isSet(k("memory")) {
+		switch m := int64(p.Memory); {
+		case m == 0:
+			l.errorf(k("memory"), "must be at least 64KiB: remove the key for the sandbox default")
+		case m > maxWasmMemory:
+			l.errorf(k("memory"), "%s is more than the 4GiB a WebAssembly memory can hold: use at most \"4GiB\"", p.Memory)
+		case m%wasmPage != 0:
+			near := max(1, (m+wasmPage/2)/wasmPage) * wasmPage
+			l.errorf(k("memory"), "%d bytes is not a multiple of 64KiB (the WebAssembly page size): use %q", m, Size(near).String())
+		}
+	}
+	if l.isSet(k("max_output")) && p.MaxOutput == 0 {
+		l.errorf(k("max_output"), "must be greater than 0: remove the key for the sandbox default")
+	}
+	l.timeout(k("timeout"), p.Timeout)
+	l.prefix(k("prefix"), p.Prefix)
+}
+
+// timeout checks a timeout key that is set.
+func (l *loader) timeout(key toml.Key, d Duration) {
+	if l.isSet(key) && d == 0 {
+		l.errorf(key, "must be greater than 0: remove the key for the default")
+	}
+}
+
+func (l *loader) prefix(key toml.Key, p *string) {
+	if p != nil && !prefixRE.MatchString(*p) {
+		l.errorf(key, "invalid prefix %q: use up to 40 letters, digits, _ and -, or \"\" for no prefix", *p)
+	}
+}
+
+// hostGlob checks one allowed_hosts entry and returns it lowercased. An entry
+// is a host name or IP address, where "*" matches any run of characters
+// ("*.wikipedia.org"); ports are not part of it (any port of an allowed host
+// is allowed).
+func hostGlob(h string) (string, error) {
+	h = strings.ToLower(h)
+	if h == "" {
+		return "", fmt.Errorf("empty host: remove it")
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.String(), nil
+	}
+	if len(h) > 253 {
+		return "", fmt.Errorf("host name too long (at most 253 characters)")
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '*') {
+			if c == ':' {
+				return "", fmt.Errorf("write the host without a port or brackets: any port of an allowed host is allowed")
+			}
+			if c == '/' {
+				return "", fmt.Errorf("write a host name, not a URL: like \"example.com\" or \"*.example.com\"")
+			}
+			return "", fmt.Errorf("invalid character %q: a host glob is letters, digits, -, . and * (like \"*.example.com\")", c)
+		}
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" {
+			return "", fmt.Errorf("empty label: write it like \"example.com\" or \"*.example.com\"")
+		}
+		if len(label) > 63 {
+			return "", fmt.Errorf("label %q too long (at most 63 characters)", label)
+		}
+	}
+	if _, err := path.Match(h, ""); err != nil {
+		return "", fmt.Errorf("invalid glob: %v", err)
+	}
+	return h, nil
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110, section 5.6.2).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether s has no control characters but tab
+// (RFC 9110, section 5.5).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// resolvePath makes p absolute against dir, cleaned.
+func resolvePath(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
