@@ -1,0 +1,64 @@
+# toolhost — see README.md. Every target builds what it needs from source.
+GO       ?= go
+GOFLAGS  ?=
+BIN      := bin
+PLUGINS  := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
+WASMENV  := GOOS=wasip1 GOARCH=wasm
+# Keep npx's downloads in one cache so repeated runs start fast.
+export npm_config_cache ?= $(HOME)/.npm
+
+.PHONY: all build run test bench lint plugins fixtures clean tidy
+
+all: build plugins
+
+build: $(BIN)/toolhost $(BIN)/mcpfixture
+
+$(BIN)/toolhost: FORCE
+	$(GO) build -o $@ ./cmd/toolhost
+
+$(BIN)/mcpfixture: FORCE
+	$(GO) build -o $@ ./testdata/mcpfixture
+
+FORCE:
+
+## plugins: build every first-party plugin plugins/NAME/ to plugins/NAME.wasm
+plugins: $(foreach p,$(PLUGINS),plugins/$(p).wasm)
+
+plugins/%.wasm: FORCE
+	cd plugins && $(WASMENV) $(GO) build -buildmode=c-shared -o $*.wasm ./$*
+
+## run: the main job on the bundled default configuration (toolhost.toml)
+run: build plugins
+	@echo '== toolhost check'
+	@./$(BIN)/toolhost check
+	@echo; echo '== toolhost tools'
+	@./$(BIN)/toolhost tools
+	@echo; echo '== toolhost call everything__echo'
+	@./$(BIN)/toolhost call everything__echo --args '{"message":"hello from toolhost"}'
+	@echo; echo '== toolhost call everything__get-sum'
+	@./$(BIN)/toolhost call everything__get-sum --args '{"a":19,"b":23}'
+	@echo; echo '== toolhost call fixture__add'
+	@./$(BIN)/toolhost call fixture__add --args '{"a":2,"b":40}'
+	@echo; echo '== toolhost call fixture__nope (an unknown tool: exit status 3)'
+	@./$(BIN)/toolhost call fixture__nope; test $$? -eq 3
+	@echo; echo '== toolhost status'
+	@./$(BIN)/toolhost status
+
+## test: everything, with the race detector; builds what the tests need
+test: build plugins
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+	cd pdk && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## bench: benchmarks side by side in one run (medians over -count runs)
+bench: build plugins
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 -timeout 30m ./... | tee bench.out
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	cd pdk && $(GO) vet ./...
+	$(GO) mod tidy -diff
+
+clean:
+	rm -rf $(BIN) plugins/*.wasm testdata/plugins/*.wasm bench.out

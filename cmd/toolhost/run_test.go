@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/testutil"
+)
+
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "toolhost.toml")
+	body = strings.ReplaceAll(body, "@FIXTURE@", testutil.Fixture(t))
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const fixtureConfig = `
+[servers.fixture]
+command = "@FIXTURE@"
+
+[servers.broken]
+command = "toolhost-no-such-program"
+`
+
+func TestCLI(t *testing.T) {
+	cfg := writeConfig(t, fixtureConfig)
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   []string // substrings
+		stderr   []string
+		noStdout bool
+	}{
+		{"tools", []string{"--config", cfg, "tools"}, 0, []string{"NAME", "fixture__echo", "Echo the text back."}, []string{"backend broken failed to start"}, false},
+		{"call", []string{"--config", cfg, "call", "fixture__echo", "--args", `{"text":"hi there"}`}, 0, []string{"hi there"}, nil, false},
+		{"call flags first", []string{"--config", cfg, "call", "--args", `{"a":1,"b":2}`, "fixture__add"}, 0, []string{`{"sum":3}`}, nil, false},
+		{"call json", []string{"--config", cfg, "call", "fixture__add", "--json", "--args", `{"a":1,"b":2}`}, 0, []string{`"structuredContent"`}, nil, false},
+		{"tool error", []string{"--config", cfg, "call", "fixture__fail"}, 1, []string{"failed as asked"}, []string{"returned an error result"}, false},
+		{"unknown tool", []string{"--config", cfg, "call", "fixture__nope"}, 3, nil, []string{`unknown tool "fixture__nope"`}, true},
+		{"unavailable", []string{"--config", cfg, "call", "broken__x"}, 3, nil, []string{"unknown tool"}, true},
+		{"bad args", []string{"--config", cfg, "call", "fixture__echo", "--args", `{nope`}, 2, nil, []string{"--args is not valid JSON"}, true},
+		{"status", []string{"--config", cfg, "status"}, 0, []string{"fixture", "ready", "broken", "failed", "not found in PATH"}, nil, false},
+		{"check", []string{"--config", cfg, "check"}, 0, []string{"is valid", "fixture", "stdio", "fixture__"}, nil, false},
+		{"unknown command", []string{"--config", cfg, "frobnicate"}, 2, nil, []string{`unknown command "frobnicate"`}, true},
+		{"no command", []string{}, 2, nil, []string{"Usage:"}, true},
+		{"help", []string{"help"}, 0, []string{"Commands:"}, nil, false},
+		{"missing config", []string{"--config", filepath.Join(t.TempDir(), "nope.toml"), "tools"}, 2, nil, []string{"nope.toml"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout, stderr)
+			}
+			for _, s := range tc.stdout {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+			if tc.noStdout && stdout != "" {
+				t.Errorf("stdout should be empty, got %q", stdout)
+			}
+		})
+	}
+}
+
+func TestCLIToolsJSON(t *testing.T) {
+	cfg := writeConfig(t, fixtureConfig)
+	code, stdout, _ := runCLI("--config", cfg, "tools", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var tools []struct {
+		Name        string         `json:"name"`
+		Backend     string         `json:"backend"`
+		BackendTool string         `json:"backend_tool"`
+		InputSchema map[string]any `json:"inputSchema"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &tools); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	if len(tools) != 6 || tools[0].Backend != "fixture" || tools[0].InputSchema["type"] != "object" {
+		t.Fatalf("tools = %+v", tools)
+	}
+}
+
+// TestCLICheckBrokenConfig: check names the key and its line.
+func TestCLICheckBrokenConfig(t *testing.T) {
+	cfg := writeConfig(t, `[host]
+call_timeout = "30s"
+
+[servers.fixture]
+command = "@FIXTURE@"
+comand = "typo"
+`)
+	code, stdout, stderr := runCLI("--config", cfg, "check")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stdout %s", code, stdout)
+	}
+	if !strings.Contains(stderr, "toolhost.toml:6") || !strings.Contains(stderr, "servers.fixture.comand") {
+		t.Fatalf("stderr should name line 6 and the key:\n%s", stderr)
+	}
+}
