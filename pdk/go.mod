@@ -1,0 +1,3 @@
+module github.com/toolhost/toolhost/pdk
+
+go 1.24
