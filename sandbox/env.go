@@ -406,4 +406,3 @@ func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 	}
 	stack[0] = in.writeBlock(ctx, b)
 }
-

@@ -68,6 +68,7 @@ type lineWriter struct {
 	skip   bool // dropping the rest of an over-long line
 	tail   []string
 	keep   bool
+	fatal  string // the call's first "panic: " or "fatal error: " line
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
@@ -107,6 +108,9 @@ func (w *lineWriter) flush() {
 		return
 	}
 	if w.keep {
+		if w.fatal == "" && (bytes.HasPrefix(w.buf, []byte("panic: ")) || bytes.HasPrefix(w.buf, []byte("fatal error: "))) {
+			w.fatal = string(w.buf)
+		}
 		if len(w.tail) == stderrTailLines {
 			copy(w.tail, w.tail[1:])
 			w.tail = w.tail[:stderrTailLines-1]
@@ -118,14 +122,18 @@ func (w *lineWriter) flush() {
 }
 
 // reset starts a new call: the tail is cleared.
-func (w *lineWriter) reset() { w.tail = w.tail[:0] }
+func (w *lineWriter) reset() { w.tail, w.fatal = w.tail[:0], "" }
 
 // lines returns the call's stderr tail including a pending partial line.
 func (w *lineWriter) lines() []string {
-	if len(w.buf) > 0 {
-		return append(w.tail[:len(w.tail):len(w.tail)], string(w.buf))
+	l := w.tail[:len(w.tail):len(w.tail)]
+	if w.fatal != "" {
+		l = append([]string{w.fatal}, l...)
 	}
-	return w.tail
+	if len(w.buf) > 0 {
+		l = append(l, string(w.buf))
+	}
+	return l
 }
 
 // extismLevel maps an hclog level to the value get_log_level returns

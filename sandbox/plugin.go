@@ -308,18 +308,11 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		p.httpPolicy = &httpPolicy{}
 	}
 	if len(p.cfg.Mounts) > 0 {
-		fs := wazero.NewFSConfig()
-		for _, m := range p.cfg.Mounts {
-			if st, err := os.Stat(m.Host); err != nil || !st.IsDir() {
-				return nil, p.errorf("allowed_paths %q: host directory %q is not a directory: %w", m.Guest, m.Host, transport.ErrStart)
-			}
-			if m.ReadWrite {
-				fs = fs.WithDirMount(m.Host, m.Guest)
-			} else {
-				fs = fs.WithReadOnlyDirMount(m.Host, m.Guest)
-			}
+		fsc, err := newMountConfig(p.cfg.Mounts)
+		if err != nil {
+			return nil, p.errorf("allowed_paths: %v (each mount must be an existing host directory): %w", err, transport.ErrStart)
 		}
-		p.fsConfig = fs
+		p.fsConfig = fsc
 	}
 
 	wasm := rewriteEnvImports(b, mod, "extism:host/env", envModule)

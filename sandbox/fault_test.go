@@ -1,0 +1,247 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/transport"
+)
+
+// hammer calls the echo plugin from one goroutine until stop is called, and
+// fails the test if any call fails: a fault in one plugin must not disturb
+// another.
+func hammer(t *testing.T, echo *Plugin) (stop func() int64) {
+	var n atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			res, err := echo.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}})
+			if err != nil || resultText(res) != "still here" {
+				t.Errorf("echo during fault: %v %v", err, resultText(res))
+				return
+			}
+			n.Add(1)
+		}
+	}()
+	return func() int64 { close(done); wg.Wait(); return n.Load() }
+}
+
+func TestFaultsAreContained(t *testing.T) {
+	e := newTestEngine(t)
+	echo := connect(t, e, "echo", config.Plugin{}, nil)
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.Write([]byte("hello from loopback"))
+		case "/redirect-port":
+			http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusFound)
+		case "/redirect-loopback":
+			http.Redirect(w, r, "http://127.0.0.2"+r.Host[strings.LastIndex(r.Host, ":"):]+"/ok", http.StatusFound)
+		case "/redirect-name":
+			http.Redirect(w, r, "http://localhost"+r.Host[strings.LastIndex(r.Host, ":"):]+"/ok", http.StatusFound)
+		case "/redirect-outside":
+			http.Redirect(w, r, "http://example.com/", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	hostport := strings.TrimPrefix(srv.URL, "http://")
+
+	mounted := t.TempDir()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(mounted, "ok.txt"), []byte("inside"), 0o644)
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644)
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(mounted, "link.txt"))
+	os.Symlink(outside, filepath.Join(mounted, "linkdir"))
+
+	type call struct {
+		tool string
+		args map[string]any
+	}
+	tests := []struct {
+		name    string
+		cfg     config.Plugin
+		call    call
+		wantErr []error
+		wantMsg string // substring of the error or result text
+		wantRes string // prefix of the result text, when no error is expected
+	}{
+		{name: "loop", cfg: config.Plugin{Timeout: config.Duration(300 * time.Millisecond)},
+			call: call{"loop", nil}, wantErr: []error{transport.ErrTimeout, context.DeadlineExceeded}},
+		{name: "hog", cfg: config.Plugin{Memory: 32 << 20},
+			call: call{"hog", nil}, wantErr: []error{ErrMemoryLimit}, wantMsg: "out of memory"},
+		{name: "panic", call: call{"panic", map[string]any{"text": "boom"}},
+			wantErr: []error{ErrTrap}, wantMsg: "panic: fixture panic: boom"},
+		{name: "bigout", call: call{"big", nil}, wantErr: []error{transport.ErrOutputTooLarge}},
+		{name: "netout/outside", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+			call: call{"fetch", map[string]any{"url": "http://example.com/"}}, wantErr: []error{ErrHostDenied}, wantMsg: "not in allowed_hosts"},
+		{name: "netout/allowed", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantRes: "200 hello from loopback"},
+		{name: "netout/loopback-not-explicit", cfg: config.Plugin{AllowedHosts: []string{"*"}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
+		{name: "netout/redirect-outside", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/redirect-outside"}}, wantErr: []error{ErrHostDenied}, wantMsg: "redirect"},
+		{name: "netout/redirect-other-port", cfg: config.Plugin{AllowedHosts: []string{hostport}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/redirect-port"}}, wantErr: []error{ErrHostDenied}, wantMsg: "redirect"},
+		{name: "netout/redirect-other-loopback", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/redirect-loopback"}}, wantErr: []error{ErrHostDenied}},
+		{name: "netout/redirect-other-name", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/redirect-name"}}, wantErr: []error{ErrHostDenied}},
+		{name: "netout/rebinding", cfg: config.Plugin{AllowedHosts: []string{"*.localhost", "localhost.*", "local*"}},
+			call: call{"fetch", map[string]any{"url": "http://localhost" + hostport[strings.LastIndex(hostport, ":"):] + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
+		{name: "netout/metadata", cfg: config.Plugin{AllowedHosts: []string{"*"}},
+			call: call{"fetch", map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}}, wantErr: []error{ErrHostDenied}, wantMsg: "cloud metadata"},
+		{name: "netout/no-hosts", call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}},
+		{name: "netout/scheme", cfg: config.Plugin{AllowedHosts: []string{"*"}},
+			call: call{"fetch", map[string]any{"url": "file:///etc/passwd"}}, wantErr: []error{ErrHostDenied}, wantMsg: "scheme"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx, _, _ := strings.Cut(tt.name, "/")
+			p := connect(t, e, fx, tt.cfg, &PluginOptions{Logger: testLogger(t)})
+			stop := hammer(t, echo)
+			res, err := p.CallTool(context.Background(), &mcp.CallToolParams{Name: tt.call.tool, Arguments: tt.call.args})
+			n := stop()
+			t.Logf("echo answered %d calls during the fault", n)
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if got := resultText(res); !strings.HasPrefix(got, tt.wantRes) {
+					t.Fatalf("result %q, want prefix %q", got, tt.wantRes)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; result %q", resultText(res))
+			}
+			t.Logf("error: %v", err)
+			for _, w := range tt.wantErr {
+				if !errors.Is(err, w) {
+					t.Errorf("error does not wrap %v", w)
+				}
+			}
+			if tt.wantMsg != "" && !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("error %q does not mention %q", err, tt.wantMsg)
+			}
+			// The faulty plugin keeps serving on a fresh instance.
+			if _, err := p.ListTools(context.Background()); err != nil {
+				t.Fatalf("ListTools after fault: %v", err)
+			}
+			// And echo still answers after the fault.
+			if got := callText(t, echo, "echo", map[string]any{"text": "after"}); got != "after" {
+				t.Fatalf("echo after fault: %q", got)
+			}
+		})
+	}
+
+	t.Run("escape", func(t *testing.T) {
+		p := connect(t, e, "escape", config.Plugin{Mounts: []config.Mount{{Guest: "/data", Host: mounted}}}, nil)
+		stop := hammer(t, echo)
+		defer stop()
+		for _, c := range []struct{ tool, path, want string }{
+			{"read", "/data/ok.txt", "ok inside"},
+			{"read", "/data/../" + filepath.Join(outside, "secret.txt"), "err"},
+			{"read", "/data/../../../../etc/passwd", "err"},
+			{"read", "../etc/passwd", "err"},
+			{"read", filepath.Join(outside, "secret.txt"), "err"},
+			{"read", "/etc/passwd", "err"},
+			{"read", "/data/link.txt", "err"},
+			{"read", "/data/linkdir/secret.txt", "err"},
+			{"write", "/data/new.txt", "err"},
+			{"write", "/data/ok.txt", "err"},
+		} {
+			got := callText(t, p, c.tool, map[string]any{"path": c.path})
+			t.Logf("%s %s -> %s", c.tool, c.path, got)
+			if !strings.HasPrefix(got, c.want) || strings.Contains(got, "secret") && c.want == "err" && !strings.HasPrefix(got, "err") {
+				t.Errorf("%s %s = %q, want %q...", c.tool, c.path, got, c.want)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(mounted, "new.txt")); err == nil {
+			t.Error("write through a read-only mount succeeded")
+		}
+		rw := connect(t, e, "escape", config.Plugin{Name: "escape-rw", Mounts: []config.Mount{{Guest: "/data", Host: mounted, ReadWrite: true}}}, nil)
+		if got := callText(t, rw, "write", map[string]any{"path": "/data/new.txt"}); got != "ok" {
+			t.Errorf("write through rw mount: %q", got)
+		}
+		if got := callText(t, rw, "write", map[string]any{"path": "/data/linkdir/pwned.txt"}); !strings.HasPrefix(got, "err") {
+			t.Errorf("write through symlink out of rw mount: %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "pwned.txt")); err == nil {
+			t.Error("write escaped the mount")
+		}
+	})
+}
+
+// cpuTime returns the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestLoopIsReallyStopped checks that a looping guest stops at its deadline
+// rather than keeping a core busy after the call returned.
+func TestLoopIsReallyStopped(t *testing.T) {
+	e := newTestEngine(t)
+	p := connect(t, e, "loop", config.Plugin{Timeout: config.Duration(200 * time.Millisecond), Instances: 1}, nil)
+	start := time.Now()
+	_, err := p.CallTool(context.Background(), &mcp.CallToolParams{Name: "loop"})
+	if !errors.Is(err, transport.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrTimeout and DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("call returned after %v, deadline was 200ms", d)
+	}
+	time.Sleep(100 * time.Millisecond)
+	before := cpuTime()
+	time.Sleep(500 * time.Millisecond)
+	if used := cpuTime() - before; used > 150*time.Millisecond {
+		t.Fatalf("process used %v CPU in 500ms after the timeout: the guest is still running", used)
+	}
+
+	// A caller's cancel wraps context.Canceled, not ErrTimeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = p.CallTool(ctx, &mcp.CallToolParams{Name: "loop"})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, transport.ErrTimeout) {
+		t.Fatalf("cancel: err = %v, want context.Canceled only", err)
+	}
+
+	// Calls beyond the pool wait for a free instance until their deadline.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = p.CallTool(context.Background(), &mcp.CallToolParams{Name: "loop"})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if !errors.Is(err, transport.ErrTimeout) {
+			t.Errorf("queued call: %v", err)
+		}
+	}
+}
