@@ -79,10 +79,6 @@ func run(c *pdk.Call) (*pdk.Result, error) {
 		return pdk.Errorf("%v", err), nil
 	}
 
-	q, err := gojq.Parse(a.Filter)
-	if err != nil {
-		return pdk.Errorf("jq: syntax error in filter: %v", err), nil
-	}
 	names := make([]string, 0, len(a.Vars))
 	for k := range a.Vars {
 		names = append(names, k)
@@ -93,15 +89,13 @@ func run(c *pdk.Call) (*pdk.Result, error) {
 		values[i] = normalize(a.Vars[k])
 		names[i] = "$" + strings.TrimPrefix(k, "$")
 	}
-	in := &sliceIter{values: inputs}
-	code, err := gojq.Compile(q,
-		gojq.WithVariables(names),
-		gojq.WithEnvironLoader(func() []string { return nil }), // $ENV is empty: no host environment leaks in
-		gojq.WithInputIter(in),
-	)
+	code, err := compile(a.Filter, names)
 	if err != nil {
-		return pdk.Errorf("jq: compile error: %v", err), nil
+		return pdk.Errorf("%v", err), nil
 	}
+	in := &sliceIter{values: inputs}
+	feed.cur = in
+	defer func() { feed.cur = nil }()
 
 	results := []json.RawMessage{}
 	truncated := false
@@ -165,6 +159,47 @@ run:
 		Content:           []pdk.Content{pdk.TextContent(text.String())},
 		StructuredContent: map[string]any{"results": results, "truncated": truncated},
 	}, nil
+}
+
+// feed is the input iterator compiled into every program; each call points it
+// at its own inputs. An instance serves one call at a time.
+var feed = &inputFeed{}
+
+type inputFeed struct{ cur *sliceIter }
+
+func (f *inputFeed) Next() (any, bool) {
+	if f.cur == nil {
+		return nil, false
+	}
+	return f.cur.Next()
+}
+
+// programs caches compiled programs by filter and variable names: parsing and
+// compiling cost more than running a typical filter.
+var programs = map[string]*gojq.Code{}
+
+func compile(filter string, vars []string) (*gojq.Code, error) {
+	key := strings.Join(vars, ",") + "\x00" + filter
+	if c, ok := programs[key]; ok {
+		return c, nil
+	}
+	q, err := gojq.Parse(filter)
+	if err != nil {
+		return nil, fmt.Errorf("jq: syntax error in filter: %v", err)
+	}
+	c, err := gojq.Compile(q,
+		gojq.WithVariables(vars),
+		gojq.WithEnvironLoader(func() []string { return nil }), // $ENV is empty: no host environment leaks in
+		gojq.WithInputIter(feed),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("jq: compile error: %v", err)
+	}
+	if len(programs) >= 32 {
+		clear(programs)
+	}
+	programs[key] = c
+	return c, nil
 }
 
 // parseInputs turns the input argument into the jq input values.

@@ -51,3 +51,16 @@ func TestJQ(t *testing.T) {
 		})
 	}
 }
+
+func TestCompiledProgramReuse(t *testing.T) {
+	for _, in := range []string{"1 2", "3 4"} {
+		out, err := pdktest.CallTool("jq", map[string]any{"filter": "[., input]", "input": in})
+		if err != nil || out.IsError {
+			t.Fatalf("%v %s", err, out.Raw)
+		}
+		want := map[string]string{"1 2": `{"results":[[1,2]],"truncated":false}`, "3 4": `{"results":[[3,4]],"truncated":false}`}[in]
+		if string(out.Structured) != want {
+			t.Errorf("input %q: got %s, want %s", in, out.Structured, want)
+		}
+	}
+}

@@ -140,12 +140,23 @@ func location(name string) (*time.Location, error) {
 	if name == "" || strings.EqualFold(name, "UTC") || name == "Z" {
 		return time.UTC, nil
 	}
+	if loc, ok := locations[name]; ok {
+		return loc, nil
+	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
 		return nil, fmt.Errorf("unknown timezone %q: use an IANA name such as Europe/London, America/Los_Angeles or UTC", name)
 	}
+	if len(locations) >= 64 {
+		clear(locations)
+	}
+	locations[name] = loc
 	return loc, nil
 }
+
+// locations caches loaded zones: reading one from the embedded database
+// costs more than the rest of a call. An instance serves one call at a time.
+var locations = map[string]*time.Location{}
 
 // parseTime reads s in loc (when s has no offset of its own).
 func parseTime(s string, loc *time.Location) (time.Time, error) {
