@@ -182,7 +182,7 @@ func TestConfig(t *testing.T) {
 
 func TestLogLevel(t *testing.T) {
 	pdktest.Reset()
-	pdktest.SetLogLevel(int32(pdk.LevelWarn))
+	pdktest.SetLogLevel(pdk.LevelWarn)
 	pdk.Log(pdk.LevelInfo, "dropped")
 	pdk.Logf(pdk.LevelError, "kept %d", 1)
 	if logs := pdktest.Logs(); len(logs) != 1 || logs[0] != "ERROR: kept 1" {

@@ -31,7 +31,7 @@ import (
 	"strings"
 	"sync"
 
-	_ "github.com/toolhost/toolhost/pdk" // registers the list_tools and call_tool handlers
+	"github.com/toolhost/toolhost/pdk" // also registers the list_tools and call_tool handlers
 	"github.com/toolhost/toolhost/pdk/internal/abi"
 )
 
@@ -176,11 +176,11 @@ func SetHTTP(h http.Handler) {
 	}
 }
 
-// SetLogLevel sets the lowest level the fake host keeps (pdk.LevelTrace .. pdk.LevelError).
-func SetLogLevel(level int32) {
+// SetLogLevel sets the lowest level the fake host keeps; the default keeps all.
+func SetLogLevel(level pdk.Level) {
 	abi.Fake.Lock()
 	defer abi.Fake.Unlock()
-	abi.Fake.MinLog = level
+	abi.Fake.MinLog = int32(level)
 }
 
 // Logs returns the messages logged so far, each as "LEVEL: message".
