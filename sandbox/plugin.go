@@ -132,7 +132,7 @@ type Plugin struct {
 
 	mu         sync.Mutex
 	state      int
-	ops        sync.WaitGroup // Connect and calls in flight
+	ops        opCounter // Connect and calls in flight
 	compiled   *extism.CompiledPlugin
 	idle       []*instance
 	engineHeld bool
@@ -745,3 +745,14 @@ func (p *Plugin) Close() error {
 	}
 	return err
 }
+
+// opCounter is a WaitGroup whose count can be read (tests).
+type opCounter struct {
+	wg sync.WaitGroup
+	n  atomic.Int64
+}
+
+func (c *opCounter) Add(d int)   { c.n.Add(int64(d)); c.wg.Add(d) }
+func (c *opCounter) Done()       { c.n.Add(-1); c.wg.Done() }
+func (c *opCounter) Wait()       { c.wg.Wait() }
+func (c *opCounter) Load() int64 { return c.n.Load() }

@@ -1,0 +1,256 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/transport"
+)
+
+func TestCounterIsolation(t *testing.T) {
+	e := newTestEngine(t)
+	pooled := connect(t, e, "counter", config.Plugin{Instances: 1}, nil)
+	fresh := connect(t, e, "counter", config.Plugin{Name: "counter-fresh", Isolation: "fresh", Instances: 1}, nil)
+	for i, want := range []string{"1", "2", "3"} {
+		if got := callText(t, pooled, "incr", nil); got != want {
+			t.Errorf("pooled call %d = %s, want %s", i, got, want)
+		}
+		if got := callText(t, fresh, "incr", nil); got != "1" {
+			t.Errorf("fresh call %d = %s, want 1", i, got)
+		}
+	}
+}
+
+func TestV1(t *testing.T) {
+	e := newTestEngine(t)
+	p := connect(t, e, "v1", config.Plugin{}, nil)
+	if p.ABI() != ABIv1 {
+		t.Fatalf("ABI %q", p.ABI())
+	}
+	tools, err := p.ListTools(context.Background())
+	if err != nil || len(tools) != 1 || tools[0].Name != "hello" {
+		t.Fatalf("tools %v %v", tools, err)
+	}
+	if got := callText(t, p, "hello", map[string]any{"who": "v1"}); got != "hello, v1" {
+		t.Fatalf("got %q", got)
+	}
+	if _, err := p.ListResources(context.Background()); !errors.Is(err, transport.ErrUnsupported) {
+		t.Fatalf("ListResources on v1: %v", err)
+	}
+}
+
+func TestEchoOperations(t *testing.T) {
+	e := newTestEngine(t)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: &lockedWriter{w: &logs, mu: &mu}})
+	p := connect(t, e, "echo", config.Plugin{Config: map[string]string{"secret": "for-echo-only"}}, &PluginOptions{Logger: logger})
+	other := connect(t, e, "counter", config.Plugin{}, nil)
+	_ = other
+	ctx := context.Background()
+
+	if got := callText(t, p, "config", map[string]any{"key": "secret"}); got != "for-echo-only" {
+		t.Errorf("config = %q", got)
+	}
+	other2 := connect(t, e, "echo", config.Plugin{Name: "echo2"}, nil)
+	if got := callText(t, other2, "config", map[string]any{"key": "secret"}); got != "<missing>" {
+		t.Errorf("config leaked to another plugin: %q", got)
+	}
+
+	res, err := p.CallTool(ctx, &mcp.CallToolParams{Name: "fail"})
+	if err != nil || !res.IsError || resultText(res) != "echo: asked to fail" {
+		t.Errorf("fail: %v %+v", err, res)
+	}
+	if _, err := p.CallTool(ctx, &mcp.CallToolParams{Name: "rc"}); !errors.Is(err, ErrGuest) {
+		t.Errorf("rc without error_set: %v", err)
+	}
+	if _, err := p.CallTool(ctx, &mcp.CallToolParams{Name: "badjson"}); !errors.Is(err, transport.ErrProtocol) {
+		t.Errorf("badjson: %v", err)
+	}
+	big := strings.Repeat("x", 200<<20)
+	if _, err := p.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": big}}); !errors.Is(err, ErrInputTooLarge) {
+		t.Errorf("big input: %v", err)
+	}
+
+	rs, err := p.ListResources(ctx)
+	if err != nil || len(rs) != 1 || rs[0].URI != "echo://hello" {
+		t.Errorf("resources %v %v", rs, err)
+	}
+	rr, err := p.ReadResource(ctx, &mcp.ReadResourceParams{URI: "echo://hello"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "hello" {
+		t.Errorf("read %v %v", rr, err)
+	}
+	ps, err := p.ListPrompts(ctx)
+	if err != nil || len(ps) != 1 {
+		t.Errorf("prompts %v %v", ps, err)
+	}
+	gp, err := p.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet"})
+	if err != nil || len(gp.Messages) != 1 {
+		t.Errorf("get prompt %v %v", gp, err)
+	}
+
+	callText(t, p, "log", map[string]any{"text": "via log_info"})
+	callText(t, p, "print", map[string]any{"text": "via stdout"})
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	for _, want := range []string{"via log_info", "stream=log", "via stdout", "stream=stdout", "stream=stderr"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ListTools(ctx); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestConnectErrors(t *testing.T) {
+	e := newTestEngine(t)
+	echo := fixture(t, "echo")
+	dir := t.TempDir()
+	noABI := filepath.Join(dir, "empty.wasm")
+	os.WriteFile(noABI, []byte("\x00asm\x01\x00\x00\x00"), 0o644)
+	notWasm := filepath.Join(dir, "text.wasm")
+	os.WriteFile(notWasm, []byte("hello"), 0o644)
+	for _, tt := range []struct {
+		name string
+		cfg  config.Plugin
+		want []error
+		msg  string
+	}{
+		{"missing", config.Plugin{Path: filepath.Join(dir, "nope.wasm")}, []error{transport.ErrStart}, ""},
+		{"checksum", config.Plugin{Path: echo, SHA256: strings.Repeat("0", 64)}, []error{ErrChecksum, transport.ErrStart}, ""},
+		{"no-abi", config.Plugin{Path: noABI}, []error{ErrABI, transport.ErrInitialize}, "exports functions []"},
+		{"not-wasm", config.Plugin{Path: notWasm}, []error{ErrABI}, ""},
+		{"memory-below-declared", config.Plugin{Path: echo, Memory: 1 << 20}, []error{ErrMemoryLimit, transport.ErrInitialize}, "declared minimum"},
+		{"memory-below-needed", config.Plugin{Path: echo, Memory: 37 * PageSize}, []error{ErrMemoryLimit, transport.ErrInitialize}, "measured by trying"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Name = tt.name
+			p := e.Plugin(&tt.cfg, nil)
+			defer p.Close()
+			_, err := p.Connect(context.Background())
+			t.Log(err)
+			for _, w := range tt.want {
+				if !errors.Is(err, w) {
+					t.Errorf("%v does not wrap %v", err, w)
+				}
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("%v does not mention %q", err, tt.msg)
+			}
+			if _, err := p.ListTools(context.Background()); !errors.Is(err, transport.ErrNotConnected) {
+				t.Errorf("after failed Connect: %v", err)
+			}
+		})
+	}
+}
+
+func TestEngineCloseOrder(t *testing.T) {
+	e, err := NewEngine(&EngineOptions{CacheDir: testCacheDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.Plugin(&config.Plugin{Name: "echo", Path: fixture(t, "echo")}, nil)
+	if _, err := p.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Closing the Engine first must not break the connected plugin.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := callText(t, p, "echo", map[string]any{"text": "x"}); got != "x" {
+		t.Fatalf("after Engine.Close: %q", got)
+	}
+	p2 := e.Plugin(&config.Plugin{Name: "echo2", Path: fixture(t, "echo")}, nil)
+	if _, err := p2.Connect(context.Background()); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("Connect on closed engine: %v", err)
+	}
+	p.Close()
+	e.Close()
+}
+
+func TestConcurrentConnect(t *testing.T) {
+	e := newTestEngine(t)
+	var wg sync.WaitGroup
+	for _, name := range []string{"echo", "counter", "v1", "panic", "loop"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := e.Plugin(&config.Plugin{Name: name, Path: fixture(t, name)}, nil)
+			defer p.Close()
+			if _, err := p.Connect(context.Background()); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCloseDuringCall(t *testing.T) {
+	e := newTestEngine(t)
+	p := e.Plugin(&config.Plugin{Name: "loop", Path: fixture(t, "loop")}, nil)
+	if _, err := p.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error)
+	go func() {
+		_, err := p.CallTool(context.Background(), &mcp.CallToolParams{Name: "loop"})
+		errc <- err
+	}()
+	for p.ops.Load() == 0 {
+	}
+	p.Close()
+	if err := <-errc; !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("call during Close: %v", err)
+	}
+}
+
+func TestInspect(t *testing.T) {
+	e := newTestEngine(t)
+	r, err := Inspect(context.Background(), fixture(t, "echo"), &InspectOptions{Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ABI != ABIv2 || len(r.Tools) != 7 || !r.Resources || !r.Prompts || !r.Needs.Config || r.Needs.HTTP || !r.Needs.Logging {
+		t.Errorf("report %+v", r)
+	}
+	if strings.Join(r.ConfigKeys, ",") != "echo_prefix" {
+		t.Errorf("config keys %v", r.ConfigKeys)
+	}
+	r, err = Inspect(context.Background(), fixture(t, "netout"), &InspectOptions{Engine: e})
+	if err != nil || !r.Needs.HTTP {
+		t.Errorf("netout: %+v %v", r, err)
+	}
+	r, err = Inspect(context.Background(), fixture(t, "escape"), &InspectOptions{Engine: e})
+	if err != nil || !r.Needs.Files {
+		t.Errorf("escape: %+v %v", r, err)
+	}
+}
