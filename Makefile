@@ -39,6 +39,14 @@ run: build plugins
 	@./$(BIN)/toolhost call everything__get-sum --args '{"a":19,"b":23}'
 	@echo; echo '== toolhost call fixture__add'
 	@./$(BIN)/toolhost call fixture__add --args '{"a":2,"b":40}'
+	@echo; echo '== toolhost call jq__jq (a Wasm plugin)'
+	@./$(BIN)/toolhost call jq__jq --args '{"filter":"[.[] | select(.stars > 100) | .name]","input":[{"name":"wazero","stars":5000},{"name":"toy","stars":3}]}'
+	@echo; echo '== toolhost call fs__list_directory (a Wasm plugin reading its read-only mount)'
+	@./$(BIN)/toolhost call fs__list_directory --args '{"path":"/docs"}'
+	@echo; echo '== toolhost call fs__read_file /etc/passwd (outside the mounts: a tool error, exit status 1)'
+	@./$(BIN)/toolhost call fs__read_file --args '{"path":"/etc/passwd"}'; test $$? -eq 1
+	@echo; echo '== toolhost call fetch__fetch to the cloud metadata address (denied by the sandbox: exit status 3)'
+	@./$(BIN)/toolhost call fetch__fetch --args '{"url":"http://169.254.169.254/latest/meta-data/"}'; test $$? -eq 3
 	@echo; echo '== toolhost call fixture__nope (an unknown tool: exit status 3)'
 	@./$(BIN)/toolhost call fixture__nope; test $$? -eq 3
 	@echo; echo '== toolhost status'
