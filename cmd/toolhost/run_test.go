@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
 func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
@@ -120,5 +121,52 @@ comand = "typo"
 	}
 	if !strings.Contains(stderr, "toolhost.toml:6") || !strings.Contains(stderr, "servers.fixture.comand") {
 		t.Fatalf("stderr should name line 6 and the key:\n%s", stderr)
+	}
+}
+
+func TestCLIInspect(t *testing.T) {
+	wasm := wasmbuild.Build(t, filepath.Join(testutil.Root(), "plugins"), "./jq")
+	code, stdout, stderr := runCLI("inspect", wasm)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"abi:      v2", "jq — ", `"filter"`, "extism:host/env"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, _ = runCLI("inspect", "--json", wasm)
+	var r struct {
+		ABI   string `json:"abi"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r.ABI != "v2" || len(r.Tools) != 1 || r.Tools[0].Name != "jq" {
+		t.Fatalf("inspect --json: exit %d, %+v\n%s", code, r, stdout)
+	}
+	if code, _, stderr := runCLI("inspect", filepath.Join(t.TempDir(), "missing.wasm")); code != 3 || !strings.Contains(stderr, "missing.wasm") {
+		t.Errorf("inspect of a missing file: exit %d, %s", code, stderr)
+	}
+}
+
+// TestCLIPluginsAndServers: one catalogue with a Wasm plugin next to an MCP
+// server, and a call to each.
+func TestCLIPluginsAndServers(t *testing.T) {
+	wasm := wasmbuild.Build(t, filepath.Join(testutil.Root(), "plugins"), "./jq")
+	cfg := writeConfig(t, `
+[servers.fixture]
+command = "@FIXTURE@"
+
+[plugins.jq]
+path = "`+wasm+`"
+`)
+	code, stdout, stderr := runCLI("--config", cfg, "tools")
+	if code != 0 || !strings.Contains(stdout, "jq__jq") || !strings.Contains(stdout, "fixture__echo") {
+		t.Fatalf("tools: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI("--config", cfg, "call", "jq__jq", "--args", `{"filter":".a+1","input":{"a":41}}`)
+	if code != 0 || strings.TrimSpace(stdout) != "42" {
+		t.Fatalf("jq call: exit %d, stdout %q, stderr %s", code, stdout, stderr)
 	}
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/toolhost/toolhost/sandbox"
+)
+
+// inspect loads a plugin with no capability granted and prints its ABI, tools
+// and imports.
+func (c *cli) inspect(args []string) int {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "")
+	pos, err := parse(fs, args)
+	if err != nil || len(pos) != 1 {
+		return c.usageError("usage: toolhost inspect PLUGIN.wasm [--json]")
+	}
+	r, err := sandbox.Inspect(context.Background(), pos[0], nil)
+	if err != nil && r == nil {
+		fmt.Fprintf(c.stderr, "toolhost: inspect: %v\n", err)
+		return exitCallError
+	}
+	if *asJSON {
+		if code := c.printJSON(r); code != exitOK {
+			return code
+		}
+	} else {
+		c.printReport(r)
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolhost: inspect: %v\n", err)
+		return exitCallError
+	}
+	return exitOK
+}
+
+func (c *cli) printReport(r *sandbox.Report) {
+	w := c.stdout
+	fmt.Fprintf(w, "plugin:   %s (%d bytes, sha256 %s)\n", r.Path, r.Size, r.SHA256)
+	fmt.Fprintf(w, "abi:      %s\n", dash(string(r.ABI)))
+	fmt.Fprintf(w, "exports:  %s\n", strings.Join(r.Exports, ", "))
+	var needs []string
+	for _, n := range []struct {
+		on   bool
+		text string
+	}{
+		{r.Needs.HTTP, "http (grant allowed_hosts)"},
+		{r.Needs.Files, "files (grant allowed_paths)"},
+		{r.Needs.Config, "config"},
+		{r.Needs.Vars, "vars"},
+		{r.Needs.Logging, "logging"},
+	} {
+		if n.on {
+			needs = append(needs, n.text)
+		}
+	}
+	if len(needs) == 0 {
+		needs = []string{"none"}
+	}
+	fmt.Fprintf(w, "imports:  %s\n", strings.Join(needs, ", "))
+	if len(r.ConfigKeys) > 0 {
+		fmt.Fprintf(w, "config keys read while listing tools: %s\n", strings.Join(r.ConfigKeys, ", "))
+	}
+	if r.Resources || r.Prompts {
+		fmt.Fprintf(w, "also:     resources=%v prompts=%v\n", r.Resources, r.Prompts)
+	}
+	fmt.Fprintf(w, "\ntools (%d):\n", len(r.Tools))
+	for _, t := range r.Tools {
+		fmt.Fprintf(w, "\n  %s — %s\n", t.Name, firstLine(t.Description, 100))
+		schema, _ := json.MarshalIndent(t.InputSchema, "    ", "  ")
+		fmt.Fprintf(w, "    input schema: %s\n", schema)
+		if t.OutputSchema != nil {
+			schema, _ := json.MarshalIndent(t.OutputSchema, "    ", "  ")
+			fmt.Fprintf(w, "    output schema: %s\n", schema)
+		}
+	}
+	fmt.Fprintf(w, "\nimported functions:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, im := range r.Imports {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", im.Module, im.Name, im.Signature)
+	}
+	tw.Flush()
+}
