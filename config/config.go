@@ -53,7 +53,7 @@ type Host struct {
 	CallTimeout Duration `toml:"call_timeout"`
 
 	// CacheDir is where compiled WebAssembly modules are cached (key
-	// cache_dir; default: toolhost/ under os.UserCacheDir). Relative paths are
+	// cache_dir; default: toolhost/wasm under os.UserCacheDir). Relative paths are
 	// resolved against Config.Dir.
 	CacheDir string `toml:"cache_dir"`
 }
@@ -111,7 +111,10 @@ type Plugin struct {
 	SHA256 string `toml:"sha256"`
 
 	// AllowedHosts are host-name globs the plugin may reach over HTTP
-	// ("example.com", "*.wikipedia.org"). Empty: no network.
+	// ("example.com", "*.wikipedia.org"), optionally limited to one port
+	// ("example.com:8443", "[::1]:8080"). Empty: no network. Loopback,
+	// private and metadata addresses are refused unless an entry names that
+	// host or IP literally (see docs/PLUGIN-ABI.md).
 	AllowedHosts []string `toml:"allowed_hosts"`
 	// AllowedPaths maps a guest path to a host directory, written
 	// "ro:HOSTPATH", "rw:HOSTPATH" or plain "HOSTPATH" (read-only). Parsed

@@ -121,7 +121,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative instances", "[plugins.p]\npath = \"p.wasm\"\ninstances = -1\n", []want{{3, "plugins.p.instances", "out of range"}}},
 		{"too many instances", "[plugins.p]\npath = \"p.wasm\"\ninstances = 257\n", []want{{3, "plugins.p.instances", "out of range"}}},
 		{"bad host glob", "[plugins.p]\npath = \"p.wasm\"\nallowed_hosts = [\n  \"ok.com\",\n  \"bad host\",\n]\n", []want{{3, "plugins.p.allowed_hosts", `element 2 "bad host"`}}},
-		{"host with port", "[plugins.p]\npath = \"p.wasm\"\nallowed_hosts = [\"a.com:443\"]\n", []want{{3, "plugins.p.allowed_hosts", "without a port"}}},
+		{"host with bad port", "[plugins.p]\npath = \"p.wasm\"\nallowed_hosts = [\"a.com:99999\"]\n", []want{{3, "plugins.p.allowed_hosts", "invalid port"}}},
 		{"host URL", "[plugins.p]\npath = \"p.wasm\"\nallowed_hosts = [\"https//a.com/\"]\n", []want{{3, "plugins.p.allowed_hosts", "not a URL"}}},
 		{"host empty label", "[plugins.p]\npath = \"p.wasm\"\nallowed_hosts = [\".a.com\"]\n", []want{{3, "plugins.p.allowed_hosts", "empty label"}}},
 		{"relative guest path", "[plugins.p]\npath = \"p.wasm\"\n[plugins.p.allowed_paths]\n\"/ok\" = \"x\"\n\"data\" = \"ro:x\"\n", []want{{5, "plugins.p.allowed_paths.data", "absolute and clean"}}},

@@ -93,3 +93,23 @@ func TestSizeUnmarshalText(t *testing.T) {
 		})
 	}
 }
+
+func TestHostGlobPorts(t *testing.T) {
+	for in, want := range map[string]string{
+		"Example.com:8080": "example.com:8080",
+		"*.example.com":    "*.example.com",
+		"127.0.0.1:3000":   "127.0.0.1:3000",
+		"[::1]:8080":       "[::1]:8080",
+		"::1":              "::1",
+	} {
+		got, err := hostGlob(in)
+		if err != nil || got != want {
+			t.Errorf("hostGlob(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"a.com:", "a.com:0", "[::1", "[1.2.3.4]:80", "a.com/x"} {
+		if got, err := hostGlob(bad); err == nil {
+			t.Errorf("hostGlob(%q) = %q, want an error", bad, got)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -244,21 +245,48 @@ func hostGlob(h string) (string, error) {
 	if ip := net.ParseIP(h); ip != nil {
 		return ip.String(), nil
 	}
-	if len(h) > 253 {
+	// An optional :PORT limits the entry to one port ("[::1]:8080" for an
+	// IPv6 literal with a port).
+	host, port := h, ""
+	if strings.HasPrefix(h, "[") {
+		end := strings.IndexByte(h, ']')
+		if end < 0 {
+			return "", fmt.Errorf("unclosed [ in an IPv6 literal: write it like \"[::1]:8080\"")
+		}
+		host, port = h[1:end], strings.TrimPrefix(h[end+1:], ":")
+		if ip := net.ParseIP(host); ip == nil || ip.To4() != nil || (port == "" && h[end+1:] != "") {
+			return "", fmt.Errorf("invalid IPv6 literal: write it like \"[::1]:8080\"")
+		}
+	} else if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		host, port = h[:i], h[i+1:]
+	}
+	if port != "" || strings.HasSuffix(h, ":") {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("invalid port %q: use a number from 1 to 65535, or leave the port out to allow any", port)
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+			return "[" + ip.String() + "]:" + port, nil
+		}
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if port == "" {
+			return ip.String(), nil
+		}
+		return ip.String() + ":" + port, nil
+	}
+	if len(host) > 253 {
 		return "", fmt.Errorf("host name too long (at most 253 characters)")
 	}
-	for _, c := range h {
+	for _, c := range host {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '*') {
-			if c == ':' {
-				return "", fmt.Errorf("write the host without a port or brackets: any port of an allowed host is allowed")
-			}
 			if c == '/' {
 				return "", fmt.Errorf("write a host name, not a URL: like \"example.com\" or \"*.example.com\"")
 			}
-			return "", fmt.Errorf("invalid character %q: a host glob is letters, digits, -, . and * (like \"*.example.com\")", c)
+			return "", fmt.Errorf("invalid character %q: a host glob is letters, digits, -, . and * (like \"*.example.com\"), with an optional :PORT", c)
 		}
 	}
-	for label := range strings.SplitSeq(h, ".") {
+	for label := range strings.SplitSeq(host, ".") {
 		if label == "" {
 			return "", fmt.Errorf("empty label: write it like \"example.com\" or \"*.example.com\"")
 		}
@@ -266,10 +294,13 @@ func hostGlob(h string) (string, error) {
 			return "", fmt.Errorf("label %q too long (at most 63 characters)", label)
 		}
 	}
-	if _, err := path.Match(h, ""); err != nil {
+	if _, err := path.Match(host, ""); err != nil {
 		return "", fmt.Errorf("invalid glob: %v", err)
 	}
-	return h, nil
+	if port != "" {
+		return host + ":" + port, nil
+	}
+	return host, nil
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110, section 5.6.2).

@@ -239,7 +239,7 @@ func TestInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ABI != ABIv2 || len(r.Tools) != 7 || !r.Resources || !r.Prompts || !r.Needs.Config || r.Needs.HTTP || !r.Needs.Logging {
+	if r.ABI != ABIv2 || len(r.Tools) != 8 || !r.Resources || !r.Prompts || !r.Needs.Config || r.Needs.HTTP || !r.Needs.Logging {
 		t.Errorf("report %+v", r)
 	}
 	if strings.Join(r.ConfigKeys, ",") != "echo_prefix" {

@@ -41,6 +41,7 @@ type HTTPOptions struct {
 type HTTP struct {
 	url    string
 	client *http.Client
+	rt     *headerTransport
 	logger hclog.Logger
 
 	mu        sync.Mutex
@@ -69,18 +70,21 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 	if o.Client != nil {
 		*client = *o.Client
 	}
-	client.Transport = &headerTransport{base: base, headers: o.Headers}
+	rt := &headerTransport{base: base, headers: o.Headers}
+	client.Transport = rt
 	logger := o.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &HTTP{url: url, client: client, logger: logger}
+	return &HTTP{url: url, client: client, rt: rt, logger: logger}
 }
 
-// headerTransport sets fixed headers on every request.
+// headerTransport sets fixed headers on every request, and notes the
+// sessions the server answered 404 for.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	lost    sync.Map // session ID -> struct{}: the server answered 404 for it
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -90,7 +94,15 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set(k, v)
 		}
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	// Seen here, before the go-sdk fails the connection, so that every call
+	// in flight on the session can tell it was lost rather than broken.
+	if err == nil && resp.StatusCode == http.StatusNotFound {
+		if id := req.Header.Get("Mcp-Session-Id"); id != "" {
+			t.lost.Store(id, struct{}{})
+		}
+	}
+	return resp, err
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the base
@@ -208,6 +220,7 @@ func (h *HTTP) renew(ctx context.Context, old *session) (*session, error) {
 	h.sessions++
 	h.mu.Unlock()
 	old.cs.Close() // gone server-side; this releases our side
+	h.rt.lost.Delete(old.cs.ID())
 	h.mu.Lock()
 	return sess, nil
 }
@@ -218,7 +231,10 @@ func (h *HTTP) do(ctx context.Context, op string, f func(*session) error) error 
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	err = f(sess)
-	if err != nil && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+	// Retry once on a new session when the server lost ours (it answered
+	// 404 for it, to this call or to another one in flight on the same
+	// session): the server did not process the request.
+	if err != nil && ctx.Err() == nil && (errors.Is(err, mcp.ErrSessionMissing) || h.lost(sess)) {
 		sess, rerr := h.renew(ctx, sess)
 		if rerr != nil {
 			return fmt.Errorf("%s: %w: session lost and re-initialization failed: %w", op, ErrConnectionLost, h.fault(ctx, rerr))
@@ -229,6 +245,17 @@ func (h *HTTP) do(ctx context.Context, op string, f func(*session) error) error 
 		return fmt.Errorf("%s: %w", op, h.fault(ctx, err))
 	}
 	return nil
+}
+
+// lost reports whether the server answered 404 for sess, or sess was
+// already replaced because of one.
+func (h *HTTP) lost(sess *session) bool {
+	if _, ok := h.rt.lost.Load(sess.cs.ID()); ok {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sess != sess && !h.closed
 }
 
 func (h *HTTP) fault(ctx context.Context, err error) error {

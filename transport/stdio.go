@@ -89,6 +89,7 @@ type Stdio struct {
 	stderr    io.ReadCloser
 	sess      *session
 	exited    chan struct{} // closed when the process has been reaped
+	stderrEOF chan struct{} // closed when stderr has been read to its end
 	exitErr   error         // the result of Wait, valid after exited is closed
 	bg        sync.WaitGroup
 	closeOnce sync.Once
@@ -204,6 +205,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	s.proc, s.pgid = cmd, cmd.Process.Pid
 	s.stdin, s.stdout, s.stderr = inW, outR, errR
 	s.exited = make(chan struct{})
+	s.stderrEOF = make(chan struct{})
 	s.bg.Add(2)
 	go s.readStderr()
 	go func() {
@@ -257,6 +259,12 @@ func (s *Stdio) fault(ctx context.Context, err error) error {
 		// stdout reached EOF; the exit status follows shortly.
 		select {
 		case <-exited:
+			// Let the last stderr lines in (a grandchild may hold stderr
+			// open: do not wait long).
+			select {
+			case <-s.stderrEOF:
+			case <-time.After(200 * time.Millisecond):
+			}
 			return fmt.Errorf("%w: server process %s%s", ErrConnectionLost, exitText(s.exitErr), s.stderrTail())
 		case <-time.After(500 * time.Millisecond):
 			return fmt.Errorf("%w: server closed its stdout%s", ErrConnectionLost, s.stderrTail())
@@ -300,6 +308,7 @@ func (s *Stdio) protocolError() error {
 
 func (s *Stdio) readStderr() {
 	defer s.bg.Done()
+	defer close(s.stderrEOF)
 	r := bufio.NewReaderSize(s.stderr, maxStderrLine)
 	for {
 		line, isPrefix, err := r.ReadLine()

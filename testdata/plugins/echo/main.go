@@ -2,12 +2,14 @@
 // (returns arguments.text, prefixed by config "echo_prefix"), "config"
 // (returns config value arguments.key), "log" (logs arguments.text), "print"
 // (writes arguments.text to stdout and stderr), "fail" (error_set + return 1),
-// "rc" (returns 1 without error_set), "badjson" (outputs invalid JSON); one
+// "rc" (returns 1 without error_set), "badjson" (outputs invalid JSON), "sleep"
+// (sleeps for the duration in arguments.text); one
 // resource and one prompt.
 package main
 
 import (
 	"os"
+	"time"
 
 	"github.com/toolhost/toolhost/testdata/plugins/internal/kernel"
 )
@@ -18,7 +20,7 @@ func main() {}
 func listTools() int32 {
 	// Read during list_tools so that Inspect can report the key.
 	kernel.Config("echo_prefix")
-	kernel.Output([]byte(kernel.Tools("echo", "config", "log", "print", "fail", "rc", "badjson")))
+	kernel.Output([]byte(kernel.Tools("echo", "config", "log", "print", "fail", "rc", "badjson", "sleep")))
 	return 0
 }
 
@@ -48,6 +50,12 @@ func callTool() int32 {
 		return 1
 	case "rc":
 		return 1
+	case "sleep":
+		// Sleeps for the duration in arguments.text ("10s"): a slow tool for
+		// the deadline and cancellation checks of the conformance suite.
+		d, _ := time.ParseDuration(arg)
+		time.Sleep(d)
+		kernel.Output([]byte(kernel.Text("slept "+arg, false)))
 	case "badjson":
 		kernel.Output([]byte(`{"content": [ not json`))
 	default:
