@@ -2,14 +2,20 @@ package host_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
+	extism "github.com/extism/go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
 // BenchmarkCallTool compares a tool call through host.CallTool with the same
@@ -66,6 +72,128 @@ func BenchmarkCallTool(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkWasmCall puts a warm call of a trivial tool through host.CallTool
+// to a plugin written with our pdk (deadline enforced) next to: a bare Extism
+// Call of the same export on a plugin built with close-on-context-done (the
+// stock floor), the same tool over stdio to the Go fixture MCP server, and a
+// plain Go function doing the same work.
+func BenchmarkWasmCall(b *testing.B) {
+	ctx := context.Background()
+	wasm := wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./pdkecho")
+	args := map[string]any{"text": "hello"}
+
+	viaHost := func(wasm string) func(b *testing.B) {
+		return func(b *testing.B) {
+			cfg := &config.Config{
+				Host:    config.Host{CacheDir: b.TempDir()},
+				Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: 1}},
+			}
+			h, err := host.New(ctx, cfg, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			if st := h.Status()[0]; st.State != host.StateReady {
+				b.Fatalf("plugin not ready: %s", st.LastError)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := h.CallTool(ctx, "p__echo", args)
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		}
+	}
+	b.Run("host-wasm", viaHost(wasm))
+	// The same tool in a plugin written against the raw kernel ABI, without
+	// the pdk's encoding/json: what the guest's Go code costs.
+	b.Run("host-wasm-rawabi", viaHost(wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")))
+	b.Run("extism-stock", func(b *testing.B) {
+		manifest := extism.Manifest{
+			Wasm: []extism.Wasm{extism.WasmFile{Path: wasm}},
+			// A timeout makes the SDK build the runtime with
+			// close-on-context-done, as every toolhost call has.
+			Timeout: uint64((30 * time.Second).Milliseconds()),
+		}
+		p, err := extism.NewPlugin(ctx, manifest, extism.PluginConfig{EnableWasi: true}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close(ctx)
+		input := []byte(`{"request":{"name":"echo","arguments":{"text":"hello"}},"context":{}}`)
+		b.ResetTimer()
+		for b.Loop() {
+			rc, out, err := p.CallWithContext(ctx, "call_tool", input)
+			if err != nil || rc != 0 || len(out) == 0 {
+				b.Fatal(rc, err)
+			}
+		}
+	})
+	b.Run("host-stdio", func(b *testing.B) {
+		cfg := &config.Config{Servers: map[string]*config.Server{
+			"t": {Name: "t", Command: testutil.Fixture(b)},
+		}}
+		h, err := host.New(ctx, cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := h.CallTool(ctx, "t__echo", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("go-func", func(b *testing.B) {
+		echo := func(raw json.RawMessage) *mcp.CallToolResult {
+			var in struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(raw, &in)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}
+		}
+		raw, _ := json.Marshal(args)
+		for b.Loop() {
+			if res := echo(raw); len(res.Content) != 1 {
+				b.Fatal(res)
+			}
+		}
+	})
+}
+
+// BenchmarkWasmThroughput measures calls per second on 2 goroutines with a
+// pool of 1 instance and of 2 instances (the ratio is the pool's speed-up).
+func BenchmarkWasmThroughput(b *testing.B) {
+	ctx := context.Background()
+	wasm := wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./pdkecho")
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
+			cfg := &config.Config{
+				Host:    config.Host{CacheDir: b.TempDir()},
+				Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: n}},
+			}
+			h, err := host.New(ctx, cfg, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			b.SetParallelism(1) // GOMAXPROCS goroutines: 2 on this machine
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				args := map[string]any{"text": "hello"}
+				for pb.Next() {
+					if _, err := h.CallTool(ctx, "p__echo", args); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
 		})
 	}
 }
