@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,4 +201,56 @@ func BenchmarkWasmThroughput(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkWasmInstanceRSS reports the resident memory one more warm
+// instance of a plugin costs: RSS after 8 instances of the raw-ABI echo
+// fixture were made busy at once (a pool of 8, 8 concurrent 100ms calls),
+// minus RSS with one warm instance, divided by 7.
+func BenchmarkWasmInstanceRSS(b *testing.B) {
+	ctx := context.Background()
+	wasm := wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")
+	for b.Loop() {
+		cfg := &config.Config{
+			Host:    config.Host{CacheDir: filepath.Join(b.TempDir(), "cache")},
+			Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: 8}},
+		}
+		h, err := host.New(ctx, cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		before := rss(b)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := h.CallTool(ctx, "p__sleep", map[string]any{"text": "100ms"}); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		runtime.GC()
+		after := rss(b)
+		h.Close()
+		b.ReportMetric(float64(after-before)/7/(1<<20), "MiB/instance")
+	}
+}
+
+// rss returns the process's resident set size in bytes (Linux).
+func rss(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	b.Skip("no VmRSS")
+	return 0
 }
