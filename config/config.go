@@ -13,11 +13,18 @@
 // keys.
 package config
 
-import "time"
+import (
+	"regexp"
+	"time"
+)
 
 // DefaultCallTimeout is the per-call deadline used when neither [host]
 // call_timeout nor a backend's timeout is set.
 const DefaultCallTimeout = 30 * time.Second
+
+// DefaultMaxOutput is the cap on one result of a backend whose max_output is
+// not set: 4 MiB, for servers and plugins alike.
+const DefaultMaxOutput = 4 << 20
 
 // DefaultInheritEnv is the environment a stdio server inherits from toolhost
 // when its inherit_env is not set: the search path, the home directory and the
@@ -36,6 +43,13 @@ type Config struct {
 	// Plugins are the in-process WebAssembly plugins ([plugins.NAME]), keyed
 	// by NAME.
 	Plugins map[string]*Plugin `toml:"plugins"`
+
+	// Policy is the global tool policy ([policy]); without the table every
+	// tool is allowed (Default "allow").
+	Policy Policy `toml:"policy"`
+
+	// Profiles are the named roles ([profiles.NAME]), keyed by NAME.
+	Profiles map[string]*Profile `toml:"profiles"`
 
 	// Path is the absolute path of the file the configuration was loaded
 	// from; empty when loaded from bytes without a name.
@@ -56,6 +70,19 @@ type Host struct {
 	// cache_dir; default: toolhost/wasm under os.UserCacheDir). Relative paths are
 	// resolved against Config.Dir.
 	CacheDir string `toml:"cache_dir"`
+
+	// AuditLog is the JSON Lines file every tool call attempt is recorded
+	// in (key audit_log; default: none). Relative paths are resolved against
+	// Config.Dir. The file is opened for appending when the host starts.
+	AuditLog string `toml:"audit_log"`
+
+	// AuditRedact are extra regular expressions (RE2, matched
+	// case-insensitively anywhere in a key) naming argument keys whose values
+	// are replaced by "[REDACTED]" in audit records, on top of the built-in
+	// password|secret|token|key|credential|authorization.
+	AuditRedact []string `toml:"audit_redact"`
+	// AuditRedactRE is AuditRedact compiled.
+	AuditRedactRE []*regexp.Regexp `toml:"-" json:"-"`
 }
 
 // Server is one [servers.NAME] table: an external MCP server reached over
@@ -92,6 +119,18 @@ type Server struct {
 	// Prefix is prepended to the server's tool names in the catalogue. Nil
 	// means the default "NAME__"; an empty string means no prefix.
 	Prefix *string `toml:"prefix"`
+
+	// MaxOutput caps the JSON encoding of one result (0 means
+	// DefaultMaxOutput). A larger result is an error, never truncated.
+	MaxOutput Size `toml:"max_output"`
+
+	// Tools are globs over the server's own tool names: only matching tools
+	// are registered (nil: every tool). DenyTools removes tools; it wins.
+	Tools     []string `toml:"tools"`
+	DenyTools []string `toml:"deny_tools"`
+	// ToolRules and DenyToolRules are Tools and DenyTools compiled.
+	ToolRules     []Rule `toml:"-" json:"-"`
+	DenyToolRules []Rule `toml:"-" json:"-"`
 }
 
 // IsStdio reports whether the server is reached over stdio.
@@ -142,6 +181,12 @@ type Plugin struct {
 
 	// Prefix works as Server.Prefix.
 	Prefix *string `toml:"prefix"`
+
+	// Tools, DenyTools, ToolRules and DenyToolRules work as Server's.
+	Tools         []string `toml:"tools"`
+	DenyTools     []string `toml:"deny_tools"`
+	ToolRules     []Rule   `toml:"-" json:"-"`
+	DenyToolRules []Rule   `toml:"-" json:"-"`
 }
 
 // Mount is one allowed_paths entry.

@@ -54,7 +54,7 @@ func TestParseErrors(t *testing.T) {
 		{"unterminated string", "[host]\ncache_dir = \"abc\n", []want{{2, "host.cache_dir", "invalid TOML: strings cannot contain newlines"}}},
 		{"duplicate key", "[host]\ncache_dir = \"a\"\ncache_dir = \"b\"\n", []want{{3, "host.cache_dir", "already been defined"}}},
 		{"unknown top-level key", "hots = 1\n", []want{{1, "hots", `did you mean "host"`}}},
-		{"unknown top-level table", "\n[extra]\nx = 1\n", []want{{2, "extra", "keys allowed here are host, plugins, servers"}}},
+		{"unknown top-level table", "\n[extra]\nx = 1\n", []want{{2, "extra", "keys allowed here are host, plugins, policy, profiles, servers"}}},
 		{"unknown server key", "[servers.everything]\ncommand = \"npx\"\ncomand = \"npx\"\n", []want{{3, "servers.everything.comand", `did you mean "command"`}}},
 		{"unknown key is case-sensitive", "[servers.a]\nCommand = \"npx\"\n", []want{{2, "servers.a.Command", `did you mean "command"`}}},
 		{"unknown key in quoted table", "[servers.a]\ncommand = \"x\"\n[plugins.\"p\"]\npath = \"p.wasm\"\n\"my key\" = 1\n", []want{{5, `plugins.p."my key"`, "unknown key"}}},
@@ -78,9 +78,20 @@ func TestParseErrors(t *testing.T) {
 		{"all errors reported, sorted", "[plugins.p]\npath = 1\ninstances = \"x\"\n[servers.a]\ncommand = 1\n", []want{
 			{2, "plugins.p.path", "must be a string"}, {3, "plugins.p.instances", "must be an integer"}, {5, "servers.a.command", "must be a string"}}},
 
-		// Later tables.
-		{"policy", "[policy]\ndefault = \"deny\"\n", []want{{1, "policy", "policy is not supported yet by this version"}}},
-		{"profiles", "\n[profiles.review]\nallow = [\"x\"]\n", []want{{2, "profiles", "profiles is not supported yet by this version"}}},
+		// Policy and profiles.
+		{"invalid policy glob", "[policy]\nallow = [\"ok__*\"]\ndeny = [\n  \"a__*\",\n  \"fs__[read\",\n]\n", []want{{3, "policy.deny", `element 2: invalid glob "fs__[read"`}}},
+		{"invalid profile glob", "[profiles.review]\nallow = [\"{a,b\"]\n", []want{{2, "profiles.review.allow", `invalid glob "{a,b"`}}},
+		{"empty glob", "[policy]\ndeny = [\"\"]\n", []want{{2, "policy.deny", "empty glob"}}},
+		{"bad policy default", "[policy]\ndefault = \"maybe\"\n", []want{{2, "policy.default", `use "allow" or "deny"`}}},
+		{"unknown policy key", "[policy]\nalow = []\n", []want{{2, "policy.alow", `did you mean "allow"`}}},
+		{"profile requires unknown backend", stdio + "[profiles.review]\nrequires = [\"s\", \"nope\"]\n", []want{{4, "profiles.review.requires", `element 2: no backend named "nope"`}}},
+		{"profile recommends unknown backend", stdio + "[profiles.review]\nrecommends = [\"fs\"]\n", []want{{4, "profiles.review.recommends", `no backend named "fs"`}}},
+		{"invalid backend tools glob", stdio + "tools = [\"read_[\"]\n", []want{{3, "servers.s.tools", "invalid glob"}}},
+		{"empty backend tools", stdio + "tools = []\n", []want{{3, "servers.s.tools", "allows no tool"}}},
+		{"glob that never matches", "[policy]\ndeny = [\"fs.read_*\"]\n", []want{{2, "policy.deny", `character '.' is never in a tool name`}}},
+		{"invalid deny_tools glob", "[plugins.p]\npath = \"p.wasm\"\ndeny_tools = [\"{\"]\n", []want{{3, "plugins.p.deny_tools", "invalid glob"}}},
+		{"zero server max_output", stdio + "max_output = 0\n", []want{{3, "servers.s.max_output", "greater than 0"}}},
+		{"bad audit_redact", "[host]\naudit_redact = [\"(\"]\n", []want{{2, "host.audit_redact", "not a regular expression"}}},
 
 		// Expansion.
 		{"unset variable", "[servers.a]\ncommand = \"x\"\nenv = { K = \"${NOPE}\" }\n", []want{{3, "servers.a.env.K", "environment variable NOPE is not set"}}},

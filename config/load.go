@@ -144,7 +144,7 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 	l.md = md
 	l.loc = locate(string(data))
 
-	cfg := &Config{Servers: map[string]*Server{}, Plugins: map[string]*Plugin{}, Path: path, Dir: o.Dir}
+	cfg := &Config{Servers: map[string]*Server{}, Plugins: map[string]*Plugin{}, Profiles: map[string]*Profile{}, Path: path, Dir: o.Dir}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		key := toml.Key{k}
 		switch k {
@@ -162,10 +162,16 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 				l.table(prim, toml.Key{k, name}, reflect.ValueOf(p).Elem())
 				cfg.Plugins[name] = p
 			}
-		case "policy", "profiles":
-			l.errorf(key, "%s is not supported yet by this version: remove it to load this file", k)
+		case "policy":
+			l.table(top[k], key, reflect.ValueOf(&cfg.Policy).Elem())
+		case "profiles":
+			for name, prim := range l.subtables(top[k], key, "profiles.NAME") {
+				p := &Profile{Name: name, Line: l.loc.line(toml.Key{k, name})}
+				l.table(prim, toml.Key{k, name}, reflect.ValueOf(p).Elem())
+				cfg.Profiles[name] = p
+			}
 		default:
-			l.unknownKey(key, []string{"host", "plugins", "servers"})
+			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "servers"})
 		}
 	}
 	// Safety net: the walk above reports unknown keys itself (it decodes key

@@ -46,6 +46,10 @@ func (l *loader) validate(cfg *Config) {
 	if h.CacheDir != "" {
 		h.CacheDir = resolvePath(l.dir, h.CacheDir)
 	}
+	if h.AuditLog != "" {
+		h.AuditLog = resolvePath(l.dir, h.AuditLog)
+	}
+	l.compileRedact(h)
 
 	// Names: unique across servers and plugins, reported on the later one.
 	type backend struct {
@@ -82,6 +86,7 @@ func (l *loader) validate(cfg *Config) {
 	for _, n := range cfg.PluginNames() {
 		l.validatePlugin(cfg.Plugins[n], toml.Key{"plugins", n})
 	}
+	l.validatePolicy(cfg)
 }
 
 func (l *loader) validateServer(s *Server, key toml.Key) {
@@ -145,6 +150,10 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 	}
 	l.timeout(k("timeout"), s.Timeout)
 	l.prefix(k("prefix"), s.Prefix)
+	if l.isSet(k("max_output")) && s.MaxOutput == 0 {
+		l.errorf(k("max_output"), "must be greater than 0: remove the key for the default (4MiB)")
+	}
+	s.ToolRules, s.DenyToolRules = l.backendTools(key, s.Tools, s.DenyTools)
 }
 
 func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
@@ -218,6 +227,7 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 	}
 	l.timeout(k("timeout"), p.Timeout)
 	l.prefix(k("prefix"), p.Prefix)
+	p.ToolRules, p.DenyToolRules = l.backendTools(key, p.Tools, p.DenyTools)
 }
 
 // timeout checks a timeout key that is set.

@@ -1,0 +1,288 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/gobwas/glob"
+)
+
+// Policy defaults ([policy] default).
+const (
+	PolicyAllow = "allow"
+	PolicyDeny  = "deny"
+)
+
+// Policy is the [policy] table: which namespaced tools ("backend__tool", the
+// catalogue names) may be listed and called.
+//
+// Decision rule (see host.Decide): a tool matched by any deny glob is denied;
+// else a tool matched by an allow glob is allowed; else Default applies.
+type Policy struct {
+	// Default is "allow" or "deny", the decision for a tool no glob matches.
+	// Unset, it is "deny" when Allow is non-empty (an allow list means "only
+	// these") and "allow" otherwise (no [policy], or a deny list only).
+	Default string `toml:"default"`
+	// Allow and Deny are glob lists over catalogue names ("fs__read_*",
+	// "*__delete_*"; syntax of github.com/gobwas/glob, no separators).
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+
+	// AllowRules and DenyRules are Allow and Deny compiled, in order.
+	AllowRules []Rule `toml:"-" json:"-"`
+	DenyRules  []Rule `toml:"-" json:"-"`
+}
+
+// Profile is one [profiles.NAME] table: a named role that narrows the global
+// policy (it can never widen it).
+type Profile struct {
+	// Name is NAME from the table header.
+	Name string `toml:"-"`
+	// Line is the line of the [profiles.NAME] header.
+	Line int `toml:"-"`
+
+	// Allow, when non-empty, limits the profile to the catalogue names it
+	// matches (globs, as Policy.Allow); Deny removes names.
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+	// Requires names backends that must be ready for any call in this
+	// profile to be made; Recommends names backends whose absence is logged
+	// as a warning.
+	Requires   []string `toml:"requires"`
+	Recommends []string `toml:"recommends"`
+
+	AllowRules []Rule `toml:"-" json:"-"`
+	DenyRules  []Rule `toml:"-" json:"-"`
+}
+
+// Rule is one compiled glob of an allow or deny list.
+type Rule struct {
+	// Key is the list the glob is in ("policy.deny",
+	// "profiles.review.allow", "servers.fs.tools").
+	Key string
+	// Index is the glob's 0-based position in the list.
+	Index int
+	// Pattern is the glob as written.
+	Pattern string
+	// Specificity is the number of literal characters in Pattern: among the
+	// rules that match a name, the one with the most decides.
+	Specificity int
+
+	g glob.Glob
+}
+
+// Match reports whether the rule's glob matches name.
+func (r *Rule) Match(name string) bool { return r.g.Match(name) }
+
+// String names the rule as `KEY[INDEX] "PATTERN"`, e.g.
+// `policy.deny[1] "*__delete_*"`.
+func (r *Rule) String() string { return fmt.Sprintf("%s[%d] %q", r.Key, r.Index, r.Pattern) }
+
+// Best returns the most specific rule of rules that matches name (the first
+// one on a tie), or nil.
+func Best(rules []Rule, name string) *Rule {
+	var best *Rule
+	for i := range rules {
+		r := &rules[i]
+		if (best == nil || r.Specificity > best.Specificity) && r.Match(name) {
+			best = r
+		}
+	}
+	return best
+}
+
+// CompileRule compiles one glob as the rule KEY[index]. It is what the
+// loader uses; embedders building a Config by hand can use it too.
+func CompileRule(key string, index int, pattern string) (Rule, error) {
+	if pattern == "" {
+		return Rule{}, fmt.Errorf("empty glob: remove it")
+	}
+	depth := 0
+	for i := 0; i < len(pattern); i++ {
+		switch pattern[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+		case '}':
+			depth--
+		}
+		if depth < 0 {
+			break
+		}
+	}
+	g, err := glob.Compile(pattern)
+	if err == nil && depth != 0 {
+		err = fmt.Errorf("unbalanced { and }")
+	}
+	if err != nil {
+		return Rule{}, fmt.Errorf("invalid glob %q: %v; use * for any run of characters, ? for one, [abc] and {a,b}", pattern, err)
+	}
+	return Rule{Key: key, Index: index, Pattern: pattern, Specificity: literalChars(pattern), g: g}, nil
+}
+
+// literalChars counts the characters of a glob that match only themselves.
+func literalChars(p string) int {
+	n, depth := 0, 0
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\' && i+1 < len(p):
+			i++
+			if depth == 0 {
+				n++
+			}
+		case c == '[' || c == '{':
+			depth++
+		case (c == ']' || c == '}') && depth > 0:
+			depth--
+		case c == '*' || c == '?' || depth > 0:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// DeadAllow is an allow glob that a deny glob makes useless.
+type DeadAllow struct {
+	Allow, Deny *Rule
+}
+
+// DeadAllows reports the allow globs (of [policy] and every profile) whose
+// every match is also matched by a deny glob that applies to them (a global
+// deny, or a deny of the same profile). Deny always wins, so such an allow is
+// dead. The check is conservative: it reports an allow when a deny glob
+// matches the allow's own text ("fs__*" matches "fs__read_*").
+func (c *Config) DeadAllows() []DeadAllow {
+	var out []DeadAllow
+	check := func(allows []Rule, denies ...[]Rule) {
+		for i := range allows {
+			a := &allows[i]
+			for _, list := range denies {
+				if d := Best(list, a.Pattern); d != nil {
+					out = append(out, DeadAllow{a, d})
+					break
+				}
+			}
+		}
+	}
+	check(c.Policy.AllowRules, c.Policy.DenyRules)
+	for _, n := range slices.Sorted(maps.Keys(c.Profiles)) {
+		p := c.Profiles[n]
+		check(p.AllowRules, c.Policy.DenyRules, p.DenyRules)
+	}
+	return out
+}
+
+// nameGlobChars are the characters a glob over catalogue names may hold:
+// those of names, and glob syntax.
+const nameGlobChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-*?[]{},!\\"
+
+// rules compiles the globs of list (at key), reporting bad ones. With
+// catalogue set, the globs are over catalogue names, and a character no
+// name can hold is an error (the glob could never match).
+func (l *loader) rules(key toml.Key, list []string, catalogue bool) []Rule {
+	var out []Rule
+	for i, p := range list {
+		r, err := CompileRule(key.String(), i, p)
+		if err != nil {
+			l.errorf(key, "element %d: %v", i+1, err)
+			continue
+		}
+		if j := strings.IndexFunc(p, func(c rune) bool { return !strings.ContainsRune(nameGlobChars, c) }); catalogue && j >= 0 {
+			l.errorf(key, "element %d %q: character %q is never in a tool name (names are backend__tool, of A-Z a-z 0-9 _ -), so the glob can never match", i+1, p, p[j])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (l *loader) validatePolicy(cfg *Config) {
+	p := &cfg.Policy
+	k := func(name string) toml.Key { return toml.Key{"policy", name} }
+	p.AllowRules = l.rules(k("allow"), p.Allow, true)
+	p.DenyRules = l.rules(k("deny"), p.Deny, true)
+	switch p.Default {
+	case "":
+		if !l.reported(k("default")) {
+			p.Default = PolicyAllow
+			if len(p.Allow) > 0 {
+				p.Default = PolicyDeny
+			}
+		}
+	case PolicyAllow, PolicyDeny:
+	default:
+		l.errorf(k("default"), "%q is not a policy default: use \"allow\" or \"deny\"", p.Default)
+	}
+	for _, n := range slices.Sorted(maps.Keys(cfg.Profiles)) {
+		pr := cfg.Profiles[n]
+		pk := toml.Key{"profiles", n}
+		pkk := func(name string) toml.Key { return toml.Key{"profiles", n, name} }
+		if !backendNameRE.MatchString(n) {
+			l.errorf(pk, "invalid profile name %q: use 1 to 64 letters, digits, _ and -", n)
+		}
+		pr.AllowRules = l.rules(pkk("allow"), pr.Allow, true)
+		pr.DenyRules = l.rules(pkk("deny"), pr.Deny, true)
+		for _, f := range []struct {
+			key  string
+			list []string
+		}{{"requires", pr.Requires}, {"recommends", pr.Recommends}} {
+			for i, b := range f.list {
+				if _, ok := cfg.Servers[b]; ok {
+					continue
+				}
+				if _, ok := cfg.Plugins[b]; ok {
+					continue
+				}
+				l.errorf(pkk(f.key), "element %d: no backend named %q: use the NAME of a [servers.NAME] or [plugins.NAME] table (%s)", i+1, b, strings.Join(cfg.Backends(), ", "))
+			}
+		}
+	}
+}
+
+// backendTools compiles a backend's tools and deny_tools.
+func (l *loader) backendTools(key toml.Key, tools, deny []string) (allow, denied []Rule) {
+	k := func(name string) toml.Key { return append(key[:len(key):len(key)], name) }
+	if tools != nil && len(tools) == 0 && l.isSet(k("tools")) {
+		l.errorf(k("tools"), "an empty list allows no tool: remove the key to allow every tool, or remove the backend")
+	}
+	return l.rules(k("tools"), tools, false), l.rules(k("deny_tools"), deny, false)
+}
+
+// ToolAllowed applies a backend's tools and deny_tools to one of its own tool
+// names: it reports whether the tool is registered and, when it is not, the
+// rule that excluded it (a deny_tools glob, or "KEY.tools" when no tools glob
+// matches).
+func ToolAllowed(allow, deny []Rule, name string) (bool, string) {
+	if d := Best(deny, name); d != nil {
+		return false, d.String()
+	}
+	if allow == nil {
+		return true, ""
+	}
+	if a := Best(allow, name); a != nil {
+		return true, a.String()
+	}
+	if len(allow) > 0 {
+		return false, strings.TrimSuffix(allow[0].Key, ".tools") + ".tools (no glob matches)"
+	}
+	return false, ""
+}
+
+// compileRedact compiles [host] audit_redact.
+func (l *loader) compileRedact(h *Host) {
+	key := toml.Key{"host", "audit_redact"}
+	for i, p := range h.AuditRedact {
+		re, err := regexp.Compile("(?i)" + p)
+		if err != nil {
+			l.errorf(key, "element %d %q is not a regular expression: %v", i+1, p, err)
+			continue
+		}
+		h.AuditRedactRE = append(h.AuditRedactRE, re)
+	}
+}
