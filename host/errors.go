@@ -41,7 +41,55 @@ var (
 	// ErrConnectionLost is transport.ErrConnectionLost: the backend died or
 	// went away during the call.
 	ErrConnectionLost = transport.ErrConnectionLost
+
+	// ErrToolNotAllowed: the tool is in the catalogue but the policy (the
+	// global [policy], or the profile of the View) excludes it. The backend
+	// was not called. The error is a *ToolNotAllowedError naming the rule.
+	ErrToolNotAllowed = errors.New("tool not allowed")
+
+	// ErrRequiredBackend: a backend the View's profile requires is not
+	// ready (it failed to start or was lost); no call of the profile is
+	// made until it is. The error names the backend and wraps its error.
+	ErrRequiredBackend = errors.New("required backend unavailable")
+
+	// ErrUnknownProfile: Host.Profile was given a name that is not a
+	// [profiles.NAME] table.
+	ErrUnknownProfile = errors.New("unknown profile")
+
+	// ErrInvalidOutput: the tool declares an outputSchema and the
+	// backend's structuredContent does not match it (MCP 2025-11-25,
+	// server/tools, "Output Schema": servers MUST conform, clients SHOULD
+	// validate). The result is dropped.
+	ErrInvalidOutput = errors.New("tool result does not match its outputSchema")
+
+	// ErrOutputTooLarge is transport.ErrOutputTooLarge: the result's JSON
+	// encoding exceeds the backend's max_output. The result is dropped,
+	// never truncated; the backend stays usable.
+	ErrOutputTooLarge = transport.ErrOutputTooLarge
+
+	// ErrAudit: the audit log ([host] audit_log) cannot be opened for
+	// appending. Returned by New: the host fails closed at start-up (a
+	// write failure later is logged and counted, see Host.AuditFailures).
+	ErrAudit = errors.New("audit log unavailable")
 )
+
+// ToolNotAllowedError is the error for a catalogue tool the policy excludes
+// from the caller's view.
+type ToolNotAllowedError struct {
+	Name    string
+	Profile string // "" for the Host's own view
+	Rule    string // the rule that decided, as in Decision.Rule
+}
+
+func (e *ToolNotAllowedError) Error() string {
+	where := "the policy"
+	if e.Profile != "" {
+		where = fmt.Sprintf("profile %q", e.Profile)
+	}
+	return fmt.Sprintf("tool %q is not allowed in %s (rule %s); list the allowed tools with Tools (toolhost tools)", e.Name, where, e.Rule)
+}
+
+func (e *ToolNotAllowedError) Unwrap() error { return ErrToolNotAllowed }
 
 // UnknownToolError is the error for a name that is not in the catalogue. It
 // names close matches so a caller (or a model) can correct itself; it never

@@ -9,6 +9,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
@@ -50,6 +52,11 @@ type Options struct {
 	// TerminateGrace is passed to stdio transports (see
 	// transport.StdioOptions.TerminateGrace). Default 2s.
 	TerminateGrace time.Duration
+
+	// Audit, when set, receives one AuditRecord per call attempt (the same
+	// records [host] audit_log gets), synchronously, before the call returns.
+	// It must not block for long and must be safe for concurrent use.
+	Audit func(AuditRecord)
 }
 
 // State is a backend's lifecycle state.
@@ -123,6 +130,12 @@ type backend struct {
 	lastErr error
 	init    *mcp.InitializeResult
 	tools   []*mcp.Tool
+
+	// From the configuration: tools and deny_tools, and the cap on a
+	// result's JSON encoding that the host checks (servers only: the
+	// sandbox enforces a plugin's own).
+	allow, deny []config.Rule
+	maxOutput   int
 }
 
 func (b *backend) set(state State, err error) {
@@ -147,6 +160,8 @@ type entry struct {
 	b    *backend
 	name string // backend's own name
 	tool *mcp.Tool
+	in   *jsonschema.Schema // compiled inputSchema; nil: nothing to check
+	out  *jsonschema.Schema // compiled outputSchema; nil: nothing to check
 }
 
 // Host serves one catalogue over many backends. Its methods are safe for
@@ -159,11 +174,17 @@ type Host struct {
 	byName   map[string]*backend
 	closers  []func() error // run by Close after the backends, in order
 
-	mu      sync.RWMutex
-	tools   map[string]entry // catalogue name -> entry
-	names   []string         // sorted catalogue names
-	closed  bool
-	closeMu sync.Mutex
+	audit *auditor
+	// noValidate turns argument and output validation off (benchmarks).
+	noValidate bool
+
+	mu       sync.RWMutex
+	tools    map[string]entry // catalogue name -> entry
+	names    []string         // sorted catalogue names
+	views    map[string]*view // profile name ("" for none) -> view
+	excluded []Excluded
+	closed   bool
+	closeMu  sync.Mutex
 }
 
 // New builds a backend for every server and plugin in cfg, connects them all
@@ -172,8 +193,9 @@ type Host struct {
 //
 // A backend that fails does not fail New: it is reported by Status. New
 // returns an error only when the catalogue itself is invalid: two tools that
-// map to the same name (ErrNameCollision, naming both sources), or a backend
-// that cannot be built from cfg. On error, everything started is stopped.
+// map to the same name (ErrNameCollision, naming both sources), a backend
+// that cannot be built from cfg, or an audit log that cannot be opened
+// (ErrAudit). On error, everything started is stopped.
 func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
 	h := &Host{cfg: cfg, byName: map[string]*backend{}}
 	if opts != nil {
@@ -186,6 +208,12 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	if h.logger == nil {
 		h.logger = hclog.NewNullLogger()
 	}
+	a, err := newAuditor(cfg, h.opts.Audit, h.logger)
+	if err != nil {
+		return nil, err
+	}
+	h.audit = a
+	h.closers = append(h.closers, a.close)
 	if err := h.build(); err != nil {
 		h.Close()
 		return nil, err
@@ -228,7 +256,11 @@ func (h *Host) build() error {
 	for _, name := range sortedKeys(h.cfg.Servers) {
 		s := h.cfg.Servers[name]
 		b := &backend{name: name, prefix: prefixOf(name, s.Prefix), timeout: h.callTimeout(s.Timeout),
-			logger: h.logger.Named(name), state: StateStarting, since: time.Now()}
+			logger: h.logger.Named(name), state: StateStarting, since: time.Now(),
+			allow: s.ToolRules, deny: s.DenyToolRules, maxOutput: int(s.MaxOutput)}
+		if b.maxOutput <= 0 {
+			b.maxOutput = config.DefaultMaxOutput
+		}
 		if s.IsStdio() {
 			inherit := s.InheritEnv
 			if inherit == nil {
@@ -309,9 +341,12 @@ func catalogueName(prefix, name string) string {
 	return full
 }
 
-// rebuild recomputes the catalogue from the ready backends' tool lists.
+// rebuild recomputes the catalogue from the ready backends' tool lists: it
+// leaves out the tools a backend's tools/deny_tools exclude and those whose
+// schemas do not compile, and decides every tool for every profile.
 func (h *Host) rebuild() error {
 	tools := map[string]entry{}
+	var excluded []Excluded
 	var errs []error
 	for _, b := range h.backends {
 		b.mu.Lock()
@@ -321,6 +356,11 @@ func (h *Host) rebuild() error {
 			continue
 		}
 		for _, t := range list {
+			if ok, rule := config.ToolAllowed(b.allow, b.deny, t.Name); !ok {
+				b.logger.Debug("tool excluded by the backend's tools/deny_tools", "tool", t.Name, "rule", rule)
+				excluded = append(excluded, Excluded{Backend: b.name, Tool: t.Name, Reason: rule})
+				continue
+			}
 			name := catalogueName(b.prefix, t.Name)
 			if name != b.prefix+t.Name {
 				b.logger.Warn("tool name rewritten to fit ^[A-Za-z0-9_-]{1,64}$", "tool", t.Name, "name", name)
@@ -330,31 +370,45 @@ func (h *Host) rebuild() error {
 					ErrNameCollision, name, prev.b.name, prev.name, b.name, t.Name))
 				continue
 			}
+			in, err := compileSchema(name, "inputSchema", t.InputSchema)
+			var out *jsonschema.Schema
+			if err == nil {
+				out, err = compileSchema(name, "outputSchema", t.OutputSchema)
+			}
+			if err != nil {
+				b.logger.Error("tool dropped: its schema does not compile", "tool", t.Name, "error", err)
+				excluded = append(excluded, Excluded{Backend: b.name, Tool: t.Name, Reason: err.Error()})
+				continue
+			}
 			cp := *t
 			cp.Name = name
-			tools[name] = entry{b: b, name: t.Name, tool: &cp}
+			tools[name] = entry{b: b, name: t.Name, tool: &cp, in: in, out: out}
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	names := sortedKeys(tools)
+	views := h.buildViews(tools, names)
 	h.mu.Lock()
-	h.tools = tools
-	h.names = sortedKeys(tools)
+	h.tools, h.names, h.views, h.excluded = tools, names, views, excluded
 	h.mu.Unlock()
 	return nil
 }
 
-// Tools returns the catalogue, sorted by name. Each Tool's definition is a
-// copy; callers may keep and modify it.
-func (h *Host) Tools(ctx context.Context) ([]Tool, error) {
+// Tools returns the catalogue as the global [policy] allows it, sorted by
+// name. Each Tool's definition is a copy; callers may keep and modify it.
+func (h *Host) Tools(ctx context.Context) ([]Tool, error) { return h.viewTools("") }
+
+func (h *Host) viewTools(profile string) ([]Tool, error) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
 		return nil, ErrClosed
 	}
-	out := make([]Tool, 0, len(h.names))
-	for _, n := range h.names {
+	vw := h.views[profile]
+	out := make([]Tool, 0, len(vw.names))
+	for _, n := range vw.names {
 		e := h.tools[n]
 		cp := *e.tool
 		out = append(out, Tool{Tool: &cp, Backend: e.b.name, BackendTool: e.name})
@@ -364,55 +418,38 @@ func (h *Host) Tools(ctx context.Context) ([]Tool, error) {
 
 // CallTool calls the catalogue tool name with args, which must be nil (no
 // arguments), a JSON object as json.RawMessage or []byte, or a value that
-// encodes to a JSON object (a map or a struct).
+// encodes to a JSON object (a map or a struct). It applies the global
+// [policy] only; View.CallTool applies a profile too.
+//
+// Before the call leaves the host: a tool the policy excludes is refused
+// with a *ToolNotAllowedError (ErrToolNotAllowed); arguments that do not
+// match the tool's inputSchema make a result with IsError set whose text
+// names each wrong field and why (MCP 2025-11-25, server/tools: input
+// validation errors are tool errors), and the backend is not called. After
+// it: a result whose JSON encoding exceeds the backend's max_output is
+// ErrOutputTooLarge, and structuredContent that does not match the tool's
+// outputSchema is ErrInvalidOutput.
 //
 // The call's deadline is the backend's timeout (else [host] call_timeout,
 // default 30s), or ctx's deadline if earlier. A tool that ran and failed is a
 // result with IsError set, not an error. Errors: ErrUnknownTool,
-// ErrInvalidArguments, ErrBackendUnavailable, ErrTimeout (with
-// context.DeadlineExceeded), context.Canceled, ErrConnectionLost, ErrClosed,
-// or the backend's protocol error.
+// ErrToolNotAllowed, ErrInvalidArguments, ErrBackendUnavailable, ErrTimeout
+// (with context.DeadlineExceeded), context.Canceled, ErrConnectionLost,
+// ErrOutputTooLarge, ErrInvalidOutput, ErrClosed, or the backend's protocol
+// error. Every attempt but one on a closed Host is audited (Options.Audit,
+// [host] audit_log) before CallTool returns.
 func (h *Host) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	h.mu.RLock()
-	e, ok := h.tools[name]
-	closed := h.closed
-	h.mu.RUnlock()
-	if closed {
-		return nil, ErrClosed
-	}
-	if !ok {
-		h.mu.RLock()
-		sim := similar(name, h.names)
-		h.mu.RUnlock()
-		return nil, &UnknownToolError{Name: name, Similar: sim}
-	}
-	arguments, err := normalizeArgs(args)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if ok, lastErr := e.b.ready(); !ok {
-		return nil, fmt.Errorf("%s: %w: backend %q: %w", name, ErrBackendUnavailable, e.b.name, lastErr)
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.b.timeout)
-	defer cancel()
-	res, err := e.b.tr.CallTool(ctx, &mcp.CallToolParams{Name: e.name, Arguments: arguments})
-	if err != nil {
-		if errors.Is(err, transport.ErrConnectionLost) || errors.Is(err, transport.ErrProtocol) {
-			e.b.set(StateFailed, err)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return res, nil
+	return h.call(ctx, "", name, args)
 }
 
-// normalizeArgs turns the accepted argument forms into a JSON object value.
-func normalizeArgs(args any) (any, error) {
+// rawArgs turns the accepted argument forms into the JSON text of an object
+// ("{}" for none). On error it also returns what it could make of args, for
+// the audit record.
+func rawArgs(args any) ([]byte, error) {
 	var raw []byte
 	switch a := args.(type) {
 	case nil:
-		return map[string]any{}, nil
-	case map[string]any:
-		return a, nil
+		return []byte("{}"), nil
 	case json.RawMessage:
 		raw = a
 	case []byte:
@@ -426,15 +463,14 @@ func normalizeArgs(args any) (any, error) {
 		}
 		raw = b
 	}
-	trimmed := strings.TrimSpace(string(raw))
-	if trimmed == "" || trimmed == "null" {
-		return map[string]any{}, nil
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return []byte("{}"), nil
 	}
-	var obj map[string]any
-	if err := json.Unmarshal([]byte(trimmed), &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidArguments, describeJSON(trimmed))
+	if trimmed[0] != '{' || !json.Valid(trimmed) {
+		return trimmed, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidArguments, describeJSON(string(trimmed)))
 	}
-	return json.RawMessage(trimmed), nil
+	return trimmed, nil
 }
 
 func describeJSON(s string) string {

@@ -19,7 +19,8 @@ func (h *Host) buildPlugins() error {
 	for _, name := range sortedKeys(h.cfg.Plugins) {
 		p := h.cfg.Plugins[name]
 		b := &backend{name: name, kind: KindPlugin, prefix: prefixOf(name, p.Prefix), timeout: h.callTimeout(p.Timeout),
-			logger: h.logger.Named(name), state: StateStarting, since: time.Now()}
+			logger: h.logger.Named(name), state: StateStarting, since: time.Now(),
+			allow: p.ToolRules, deny: p.DenyToolRules}
 		b.tr = eng.Plugin(p, &sandbox.PluginOptions{DefaultTimeout: b.timeout, Logger: b.logger})
 		h.add(b)
 	}

@@ -58,9 +58,18 @@ func Main(m *testing.M) int {
 // the executable.
 func GoBinary(tb testing.TB, pkg string) string {
 	tb.Helper()
+	path, err := BuildGoBinary(pkg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// BuildGoBinary is GoBinary for callers without a testing.TB (examples).
+func BuildGoBinary(pkg string) (string, error) {
 	binOnce.Do(func() { binDir, binErr = os.MkdirTemp("", "toolhost-testbin-") })
 	if binErr != nil {
-		tb.Fatal(binErr)
+		return "", binErr
 	}
 	v, _ := builds.LoadOrStore(pkg, &buildResult{})
 	r := v.(*buildResult)
@@ -74,10 +83,7 @@ func GoBinary(tb testing.TB, pkg string) string {
 		}
 		r.path = out
 	})
-	if r.err != nil {
-		tb.Fatal(r.err)
-	}
-	return r.path
+	return r.path, r.err
 }
 
 // Fixture returns the path of the built fixture MCP server.

@@ -6,6 +6,11 @@
 // (an isError result), big (a result of N bytes), crash (exits the process
 // mid-call). One resource (fixture://readme) and one prompt (greeting).
 //
+// -extra adds tools for the host's schema checks: nested (a nested object
+// argument), badout (structured content that does not match its
+// outputSchema), badschema (an inputSchema that does not compile) and
+// delete_all (a tool a policy should deny).
+//
 // -mode injects a fault at start-up:
 //
 //	garbage     write a line that is not JSON-RPC to stdout, then serve
@@ -59,8 +64,43 @@ type failArgs struct {
 	Message string `json:"message,omitempty"`
 }
 
+type nestedArgs struct {
+	User struct {
+		Name string `json:"name"`
+		Age  int    `json:"age"`
+	} `json:"user"`
+	Tags []string `json:"tags,omitempty"`
+}
+
+var extra = flag.Bool("extra", false, "add the tools nested, badout, badschema and delete_all")
+
+func addExtra(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "nested", Description: "Greet a user given as a nested object."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in nestedArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s is %d", in.User.Name, in.User.Age)}}}, nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "badout", Description: "Structured content that breaks its own outputSchema.",
+		InputSchema:  map[string]any{"type": "object"},
+		OutputSchema: map[string]any{"type": "object", "properties": map[string]any{"sum": map[string]any{"type": "number"}}, "required": []any{"sum"}}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"sum":"many"}`}}, StructuredContent: map[string]any{"sum": "many"}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "badschema", Description: "An inputSchema that does not compile.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "nope"}}}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "badschema ran"}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "delete_all", Description: "Pretends to delete everything.", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted everything"}}}, nil
+		})
+}
+
 func newServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, nil)
+	if *extra {
+		addExtra(s)
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil

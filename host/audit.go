@@ -1,0 +1,362 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/toolhost/toolhost/config"
+)
+
+// Audit outcomes (AuditRecord.Outcome).
+const (
+	OutcomeOK               = "ok"                // the tool ran and succeeded
+	OutcomeToolError        = "tool_error"        // the tool ran and returned isError
+	OutcomeDenied           = "denied"            // the policy refused the call (ErrToolNotAllowed)
+	OutcomeInvalidArguments = "invalid_arguments" // not a JSON object, or not valid for the inputSchema
+	OutcomeTimeout          = "timeout"           // the deadline passed (ErrTimeout)
+	OutcomeCanceled         = "canceled"          // the caller cancelled
+	OutcomeBackendError     = "backend_error"     // the call could not be made or its result was refused
+	OutcomeUnknownTool      = "unknown_tool"      // no such tool in the catalogue
+)
+
+// AuditRecord is one call attempt, as written to [host] audit_log (one JSON
+// object per line) and passed to Options.Audit. It never holds a secret of
+// the configuration (env, headers, plugin config values are replaced by
+// "[REDACTED]" wherever they appear) nor the result itself.
+type AuditRecord struct {
+	Time    time.Time `json:"time"`              // when the call started (UTC)
+	Profile string    `json:"profile"`           // "" for the Host's own view
+	Tool    string    `json:"tool"`              // catalogue name as called
+	Backend string    `json:"backend,omitempty"` // empty for an unknown tool
+	// Decision is "allow" or "deny" ("none" for an unknown tool), and Rule
+	// the rule that made it (see Decision.Rule).
+	Decision string `json:"decision"`
+	Rule     string `json:"rule,omitempty"`
+	Outcome  string `json:"outcome"`         // one of the Outcome constants
+	Error    string `json:"error,omitempty"` // the error or the validation message
+	// LatencyMS is the time from the call's start to its result, in
+	// milliseconds (fractional).
+	LatencyMS float64 `json:"latency_ms"`
+	// ArgsSHA256 is the hex SHA-256 of the canonical arguments: the JSON
+	// object with keys sorted at every level and no insignificant space
+	// (numbers as sent). For arguments that are not a JSON object, the
+	// SHA-256 of the bytes as given.
+	ArgsSHA256 string `json:"args_sha256"`
+	// Args is the canonical arguments with the values of sensitive keys
+	// replaced by "[REDACTED]"; null when the arguments are not an object.
+	Args json.RawMessage `json:"args"`
+	// ResultBytes is the size of the result's JSON encoding (0 without a
+	// result).
+	ResultBytes int `json:"result_bytes"`
+}
+
+// redactKeys are the built-in sensitive key parts (matched
+// case-insensitively anywhere in a key).
+var redactKeys = []string{"password", "secret", "token", "key", "credential", "authorization"}
+
+const redacted = "[REDACTED]"
+
+// auditor writes audit records. It is enabled when there is a file or a hook.
+type auditor struct {
+	f      *os.File
+	path   string
+	hook   func(AuditRecord)
+	extra  []*regexp.Regexp
+	scrub  *strings.Replacer // config secrets -> [REDACTED]; nil if none
+	logger hclog.Logger
+
+	mu       sync.Mutex // serialises writes to f
+	failures atomic.Int64
+	lastLog  atomic.Int64 // unix nanoseconds of the last failure logged
+}
+
+func (a *auditor) enabled() bool { return a != nil && (a.f != nil || a.hook != nil) }
+
+// newAuditor opens the audit log for appending (0600) and collects the
+// configuration's secret values.
+func newAuditor(cfg *config.Config, hook func(AuditRecord), logger hclog.Logger) (*auditor, error) {
+	a := &auditor{hook: hook, extra: cfg.Host.AuditRedactRE, logger: logger.Named("audit"), path: cfg.Host.AuditLog}
+	if a.path != "" {
+		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w; fix [host] audit_log (the directory must exist and be writable) or remove it", ErrAudit, err)
+		}
+		a.f = f
+	}
+	a.scrub = secretScrubber(cfg)
+	return a, nil
+}
+
+// secretScrubber replaces every value of a server's env and headers and of a
+// plugin's config (4 characters or longer) by [REDACTED].
+func secretScrubber(cfg *config.Config) *strings.Replacer {
+	var vals []string
+	add := func(m map[string]string) {
+		for _, v := range m {
+			if len(v) >= 4 {
+				vals = append(vals, v)
+			}
+			// "Bearer TOKEN": the token alone too.
+			if _, tok, ok := strings.Cut(v, " "); ok && len(tok) >= 4 {
+				vals = append(vals, tok)
+			}
+		}
+	}
+	for _, s := range cfg.Servers {
+		add(s.Env)
+		add(s.Headers)
+	}
+	for _, p := range cfg.Plugins {
+		add(p.Config)
+	}
+	if len(vals) == 0 {
+		return nil
+	}
+	// Longest first, so a value containing another is replaced whole.
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	vals = slices.Compact(vals)
+	pairs := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		pairs = append(pairs, v, redacted)
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+func (a *auditor) close() error {
+	if a == nil || a.f == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	err := a.f.Close()
+	a.f = nil
+	return err
+}
+
+// write delivers rec to the hook and the file. A failed write is counted
+// and logged at Error level, at most once every 10 seconds; it never fails
+// the call.
+func (a *auditor) write(rec *AuditRecord) {
+	if a.scrub != nil {
+		rec.Error = a.scrub.Replace(rec.Error)
+	}
+	if a.hook != nil {
+		a.hook(*rec)
+	}
+	if a.f == nil {
+		return
+	}
+	line := appendRecord(make([]byte, 0, 256+len(rec.Args)), rec)
+	a.mu.Lock()
+	var err error
+	if a.f == nil {
+		err = errors.New("audit log closed")
+	} else {
+		_, err = a.f.Write(line)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		n := a.failures.Add(1)
+		now := time.Now().UnixNano()
+		if last := a.lastLog.Load(); now-last >= int64(10*time.Second) && a.lastLog.CompareAndSwap(last, now) {
+			a.logger.Error("AUDIT LOG WRITE FAILED: calls continue without their audit record", "path", a.path, "error", err, "failures", n)
+		}
+	}
+}
+
+// appendRecord encodes rec as one JSON line, as encoding/json would (same
+// field names and order), without reflection.
+func appendRecord(b []byte, r *AuditRecord) []byte {
+	b = append(b, `{"time":"`...)
+	b = r.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","profile":`...)
+	b = appendString(b, r.Profile)
+	b = append(b, `,"tool":`...)
+	b = appendString(b, r.Tool)
+	if r.Backend != "" {
+		b = append(b, `,"backend":`...)
+		b = appendString(b, r.Backend)
+	}
+	b = append(b, `,"decision":`...)
+	b = appendString(b, r.Decision)
+	if r.Rule != "" {
+		b = append(b, `,"rule":`...)
+		b = appendString(b, r.Rule)
+	}
+	b = append(b, `,"outcome":`...)
+	b = appendString(b, r.Outcome)
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, r.Error)
+	}
+	b = append(b, `,"latency_ms":`...)
+	b = strconv.AppendFloat(b, r.LatencyMS, 'f', -1, 64)
+	b = append(b, `,"args_sha256":`...)
+	b = appendString(b, r.ArgsSHA256)
+	b = append(b, `,"args":`...)
+	if len(r.Args) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, r.Args...)
+	}
+	b = append(b, `,"result_bytes":`...)
+	b = strconv.AppendInt(b, int64(r.ResultBytes), 10)
+	return append(b, "}\n"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string (invalid UTF-8 becomes U+FFFD, as
+// with encoding/json; <, > and & are not escaped).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// appendCanonical appends v (a value decoded from JSON with UseNumber) as
+// canonical JSON: object keys sorted, no insignificant space. With a non-nil
+// auditor, the values of sensitive keys are replaced by "[REDACTED]" and
+// configuration secrets inside strings are scrubbed.
+func appendCanonical(b []byte, v any, a *auditor) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		return strconv.AppendBool(b, v)
+	case json.Number:
+		return append(b, v...)
+	case float64:
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	case string:
+		if a != nil && a.scrub != nil {
+			v = a.scrub.Replace(v)
+		}
+		return appendString(b, v)
+	case []any:
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanonical(b, e, a)
+		}
+		return append(b, ']')
+	case map[string]any:
+		var arr [16]string
+		keys := arr[:0]
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			if a != nil && a.sensitive(k) {
+				b = appendString(b, redacted)
+				continue
+			}
+			b = appendCanonical(b, v[k], a)
+		}
+		return append(b, '}')
+	default:
+		// Not produced by the decoder; encode it as encoding/json does.
+		raw, _ := json.Marshal(v)
+		return append(b, raw...)
+	}
+}
+
+// sensitive reports whether the values of key are redacted.
+func (a *auditor) sensitive(key string) bool {
+	var buf [64]byte
+	lk := key
+	if len(key) <= len(buf) {
+		// Lowercase ASCII without allocating.
+		n := copy(buf[:], key)
+		for i := range n {
+			if c := buf[i]; c >= 'A' && c <= 'Z' {
+				buf[i] = c + 'a' - 'A'
+			}
+		}
+		lk = string(buf[:n])
+	} else {
+		lk = strings.ToLower(key)
+	}
+	for _, s := range redactKeys {
+		if strings.Contains(lk, s) {
+			return true
+		}
+	}
+	for _, re := range a.extra {
+		if re.MatchString(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// hashArgs returns the hex SHA-256 of canonical JSON.
+func hashArgs(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// AuditFailures returns the number of audit records that could not be
+// written to [host] audit_log since New. Each failure is also logged at Error
+// level (at most once every 10 seconds); calls are not failed by it.
+func (h *Host) AuditFailures() int64 {
+	if h.audit == nil {
+		return 0
+	}
+	return h.audit.failures.Load()
+}

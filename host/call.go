@@ -1,0 +1,168 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolhost/toolhost/transport"
+)
+
+// call is CallTool in the view of profile ("" for none).
+func (h *Host) call(ctx context.Context, profile, name string, args any) (res *mcp.CallToolResult, err error) {
+	h.mu.RLock()
+	e, ok := h.tools[name]
+	vw := h.views[profile]
+	closed := h.closed
+	h.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+
+	var rec *AuditRecord
+	var start time.Time
+	var invalid string // the validation message of invalid arguments
+	if h.audit.enabled() {
+		start = time.Now()
+		rec = &AuditRecord{Time: start.UTC(), Profile: profile, Tool: name, Decision: "none"}
+		defer func() {
+			rec.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+			h.finish(rec, res, err, invalid)
+		}()
+	}
+
+	if !ok {
+		// Suggest only names of this view: another profile's tools stay
+		// unnamed.
+		return nil, &UnknownToolError{Name: name, Similar: similar(name, vw.names)}
+	}
+	d := vw.decisions[name]
+	if rec != nil {
+		rec.Backend, rec.Rule, rec.Decision = e.b.name, d.Rule, "deny"
+		if d.Allowed {
+			rec.Decision = "allow"
+		}
+	}
+	if !d.Allowed {
+		return nil, &ToolNotAllowedError{Name: name, Profile: profile, Rule: d.Rule}
+	}
+	if vw.prof != nil {
+		for _, r := range vw.prof.Requires {
+			if ok, lastErr := h.byName[r].ready(); !ok {
+				return nil, fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready (see toolhost status): %w", name, ErrRequiredBackend, profile, r, lastErr)
+			}
+		}
+	}
+
+	raw, err := rawArgs(args)
+	if rec != nil {
+		rec.ArgsSHA256 = hashArgs(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	check := e.in != nil && !h.noValidate
+	if check || rec != nil {
+		val, derr := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if derr != nil {
+			return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalidArguments, derr)
+		}
+		if rec != nil {
+			buf := appendCanonical(make([]byte, 0, len(raw)+16), val, nil)
+			rec.ArgsSHA256 = hashArgs(buf)
+			rec.Args = appendCanonical(buf[len(buf):], val, h.audit)
+		}
+		if check {
+			if verr := e.in.Validate(val); verr != nil {
+				msg := fmt.Sprintf("invalid arguments for %s: %s", name, describeInvalid("arguments", verr))
+				invalid = msg
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+			}
+		}
+	}
+
+	if ok, lastErr := e.b.ready(); !ok {
+		return nil, fmt.Errorf("%s: %w: backend %q: %w", name, ErrBackendUnavailable, e.b.name, lastErr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.b.timeout)
+	defer cancel()
+	res, err = e.b.tr.CallTool(ctx, &mcp.CallToolParams{Name: e.name, Arguments: json.RawMessage(raw)})
+	if err != nil {
+		if errors.Is(err, transport.ErrConnectionLost) || errors.Is(err, transport.ErrProtocol) {
+			e.b.set(StateFailed, err)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if e.b.maxOutput > 0 || rec != nil {
+		enc, merr := json.Marshal(res)
+		if merr != nil {
+			return nil, fmt.Errorf("%s: encoding the result: %w", name, merr)
+		}
+		if rec != nil {
+			rec.ResultBytes = len(enc)
+		}
+		if e.b.maxOutput > 0 && len(enc) > e.b.maxOutput {
+			return nil, fmt.Errorf("%s: result of %d bytes exceeds max_output (%d bytes) of [servers.%s]: %w; raise max_output or ask for less",
+				name, len(enc), e.b.maxOutput, e.b.name, transport.ErrOutputTooLarge)
+		}
+	}
+	if e.out != nil && !h.noValidate && !res.IsError && res.StructuredContent != nil {
+		if verr := e.out.Validate(structured(res.StructuredContent)); verr != nil {
+			return nil, fmt.Errorf("%s: %w: %s", name, ErrInvalidOutput, describeInvalid("structuredContent", verr))
+		}
+	}
+	return res, nil
+}
+
+// structured returns v in the form the validator takes (JSON values), going
+// through JSON when it is not one already.
+func structured(v any) any {
+	switch v.(type) {
+	case map[string]any, []any, string, float64, bool, json.Number:
+		return v
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	out, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return v
+	}
+	return out
+}
+
+// finish completes and writes the audit record of one call.
+func (h *Host) finish(rec *AuditRecord, res *mcp.CallToolResult, err error, invalid string) {
+	switch {
+	case invalid != "":
+		rec.Outcome, rec.Error = OutcomeInvalidArguments, invalid
+	case err == nil && res != nil && res.IsError:
+		rec.Outcome = OutcomeToolError
+	case err == nil:
+		rec.Outcome = OutcomeOK
+	default:
+		rec.Error = err.Error()
+		switch {
+		case errors.Is(err, ErrUnknownTool):
+			rec.Outcome = OutcomeUnknownTool
+		case errors.Is(err, ErrToolNotAllowed):
+			rec.Outcome = OutcomeDenied
+		case errors.Is(err, ErrInvalidArguments):
+			rec.Outcome = OutcomeInvalidArguments
+		case errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+			rec.Outcome = OutcomeTimeout
+		case errors.Is(err, context.Canceled):
+			rec.Outcome = OutcomeCanceled
+		default:
+			rec.Outcome = OutcomeBackendError
+		}
+	}
+	h.audit.write(rec)
+}

@@ -1,0 +1,100 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// noLoader refuses every $ref outside the schema itself: a tool's schema
+// comes from its backend and must not make the host read files or the
+// network.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("schema references %s: only references inside the schema are resolved", url)
+}
+
+// compileSchema compiles a tool's inputSchema or outputSchema (JSON Schema
+// draft 2020-12 unless its $schema names another draft, e.g. draft-07). A nil
+// schema compiles to nil (nothing to check).
+func compileSchema(tool, which string, schema any) (*jsonschema.Schema, error) {
+	if schema == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", which, err)
+	}
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", which, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	url := "toolhost:///" + tool + "/" + which + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", which, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("%s does not compile: %w", which, err)
+	}
+	return s, nil
+}
+
+// describeInvalid turns a validation error into "FIELD: WHY" lines, FIELD a
+// dotted path into the value ("user.age", "items[2]"; "(arguments)" or
+// "(structuredContent)" for the value itself).
+func describeInvalid(root string, err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err.Error()
+	}
+	var msgs []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			msgs = append(msgs, fieldPath(root, e.InstanceLocation)+": "+e.ErrorKind.LocalizedString(printer))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	if len(msgs) > 5 {
+		msgs = append(msgs[:5], fmt.Sprintf("(%d more)", len(msgs)-5))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func fieldPath(root string, loc []string) string {
+	if len(loc) == 0 {
+		return "(" + root + ")"
+	}
+	var b strings.Builder
+	for i, p := range loc {
+		if p != "" && strings.Trim(p, "0123456789") == "" {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
