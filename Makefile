@@ -49,6 +49,14 @@ run: build plugins
 	@./$(BIN)/toolhost call fetch__fetch --args '{"url":"http://169.254.169.254/latest/meta-data/"}'; test $$? -eq 3
 	@echo; echo '== toolhost call fixture__nope (an unknown tool: exit status 3)'
 	@./$(BIN)/toolhost call fixture__nope; test $$? -eq 3
+	@echo; echo '== toolhost check --profile review (the read-only role: its catalogue and why each other tool is excluded)'
+	@./$(BIN)/toolhost check --profile review
+	@echo; echo '== toolhost call --profile review fs__read_file (allowed by the profile)'
+	@./$(BIN)/toolhost call --profile review fs__read_file --args '{"path":"/docs/RATIONALE.md"}' | head -3
+	@echo; echo '== toolhost call --profile review fs__write_file (denied by the profile: exit status 4, the plugin is not called)'
+	@./$(BIN)/toolhost call --profile review fs__write_file --args '{"path":"/docs/x","content":"x"}'; test $$? -eq 4
+	@echo; echo '== the last audit records (bin/audit.jsonl)'
+	@tail -n 2 $(BIN)/audit.jsonl
 	@echo; echo '== toolhost status'
 	@./$(BIN)/toolhost status
 

@@ -254,3 +254,60 @@ func rss(b *testing.B) int64 {
 	b.Skip("no VmRSS")
 	return 0
 }
+
+// BenchmarkPolicyOverhead measures what policy, argument validation and the
+// audit log add to one call: the same warm call with all three enabled (a
+// [policy] with allow and deny globs, the tool's inputSchema checked, one
+// JSON line appended to an audit file per call) and with all three disabled,
+// on the raw-ABI Wasm echo plugin and on the stdio fixture server. The
+// overhead is the difference of the medians of each pair.
+func BenchmarkPolicyOverhead(b *testing.B) {
+	ctx := context.Background()
+	wasm := wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")
+	backends := map[string]string{
+		"wasm":  "[plugins.t]\npath = \"" + wasm + "\"\ninstances = 1\n",
+		"stdio": "[servers.t]\ncommand = \"" + testutil.Fixture(b) + "\"\n",
+	}
+	const policy = `
+[policy]
+allow = ["t__*", "other__read_*"]
+deny  = ["*__delete_*", "t__crash", "t__sleep"]
+`
+	args := map[string]any{"text": "hello"}
+	for _, kind := range []string{"wasm", "stdio"} {
+		for _, on := range []bool{false, true} {
+			name := kind + "/off"
+			if on {
+				name = kind + "/on"
+			}
+			b.Run(name, func(b *testing.B) {
+				src := "[host]\ncache_dir = \"" + b.TempDir() + "\"\n"
+				if on {
+					src += "audit_log = \"" + filepath.Join(b.TempDir(), "audit.jsonl") + "\"\n" + policy
+				}
+				cfg, err := config.Parse([]byte(src+backends[kind]), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h, err := host.New(ctx, cfg, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer h.Close()
+				if !on {
+					host.DisableValidation(h)
+				}
+				if st := h.Status()[0]; st.State != host.StateReady {
+					b.Fatalf("backend not ready: %s", st.LastError)
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					res, err := h.CallTool(ctx, "t__echo", args)
+					if err != nil || res.IsError {
+						b.Fatal(err, res)
+					}
+				}
+			})
+		}
+	}
+}

@@ -28,6 +28,7 @@ const (
 	exitToolError = 1 // the tool ran and returned isError
 	exitUsage     = 2 // bad flags or configuration
 	exitCallError = 3 // the call could not be made
+	exitDenied    = 4 // the policy refused the call (host.ErrToolNotAllowed)
 )
 
 // defaultConfig is used when --config is not given and TOOLHOST_CONFIG is
@@ -38,19 +39,23 @@ const defaultConfig = "toolhost.toml"
 const usage = `Usage: toolhost [--config PATH] [--log-level LEVEL] COMMAND [flags]
 
 Commands:
-  tools [--json]                 list the catalogue of tools
-  call NAME [--args JSON] [--json]
+  tools [--profile NAME] [--json]
+                                 list the catalogue of tools (as the policy, or a profile, allows)
+  call NAME [--args JSON] [--profile NAME] [--json]
                                  call a tool and print its result
   status [--json]                start every backend and show its state
-  check                          validate the configuration and show what would load
+  check [--profile NAME]         validate the configuration and show what would load;
+                                 with --profile, start the backends and show the profile's
+                                 catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
 
 Global flags:
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
   --log-level LEVEL trace, debug, info, warn (default), error or off; logs go to stderr
 
-Exit status: 0 ok, 1 tool returned an error result, 2 usage or configuration error,
-3 call failed (unknown tool, backend unavailable, timeout).
+Exit status: 0 ok, 1 tool returned an error result (also: invalid arguments), 2 usage or
+configuration error (also: unknown profile), 3 call failed (unknown tool, backend unavailable,
+timeout), 4 call denied by the policy or the profile.
 `
 
 type cli struct {
@@ -173,14 +178,38 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	return f(ctx, h)
 }
 
+// catalogue is what tools and call use: the Host itself or a profile's View.
+type catalogue interface {
+	Tools(ctx context.Context) ([]host.Tool, error)
+	CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error)
+}
+
+// view returns the Host, or the View of profile when it is not empty.
+func (c *cli) view(h *host.Host, profile string) (catalogue, int) {
+	if profile == "" {
+		return h, exitOK
+	}
+	v, err := h.Profile(profile)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		return nil, exitUsage
+	}
+	return v, exitOK
+}
+
 func (c *cli) tools(args []string) int {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "")
+	profile := fs.String("profile", "", "")
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return c.usageError("usage: toolhost tools [--json]")
+		return c.usageError("usage: toolhost tools [--profile NAME] [--json]")
 	}
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
-		tools, err := h.Tools(ctx)
+		v, code := c.view(h, *profile)
+		if v == nil {
+			return code
+		}
+		tools, err := v.Tools(ctx)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			return exitCallError
@@ -237,17 +266,26 @@ func (c *cli) call(args []string) int {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	argJSON := fs.String("args", "{}", "")
 	asJSON := fs.Bool("json", false, "")
+	profile := fs.String("profile", "", "")
 	pos, err := parse(fs, args)
 	if err != nil || len(pos) != 1 {
-		return c.usageError(`usage: toolhost call NAME [--args '{"key":"value"}'] [--json]`)
+		return c.usageError(`usage: toolhost call NAME [--args '{"key":"value"}'] [--profile NAME] [--json]`)
 	}
 	name := pos[0]
 	if !json.Valid([]byte(*argJSON)) {
 		return c.usageError(fmt.Sprintf("--args is not valid JSON: %s", *argJSON))
 	}
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
+		v, code := c.view(h, *profile)
+		if v == nil {
+			return code
+		}
 		start := time.Now()
-		res, err := h.CallTool(ctx, name, json.RawMessage(*argJSON))
+		res, err := v.CallTool(ctx, name, json.RawMessage(*argJSON))
+		if errors.Is(err, host.ErrToolNotAllowed) {
+			fmt.Fprintf(c.stderr, "toolhost: call denied: %v\n", err)
+			return exitDenied
+		}
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: call failed: %v\n", err)
 			return exitCallError
@@ -335,15 +373,28 @@ func dash(s string) string {
 
 func (c *cli) check(args []string) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	profile := fs.String("profile", "", "")
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return c.usageError("usage: toolhost check")
+		return c.usageError("usage: toolhost check [--profile NAME]")
 	}
 	cfg, code := c.loadConfig()
 	if cfg == nil {
 		return code
 	}
+	if *profile != "" {
+		if _, ok := cfg.Profiles[*profile]; !ok {
+			return c.usageError(fmt.Sprintf("no profile %q in %s: the profiles are its [profiles.NAME] tables", *profile, cfg.Path))
+		}
+	}
 	fmt.Fprintf(c.stdout, "configuration %s is valid\n", cfg.Path)
 	fmt.Fprintf(c.stdout, "call timeout: %s\n", cfg.Host.CallTimeout)
+	fmt.Fprintf(c.stdout, "policy: default %s, %d allow, %d deny; profiles: %s\n", cfg.Policy.Default, len(cfg.Policy.Allow), len(cfg.Policy.Deny), dash(strings.Join(sortedNames(cfg.Profiles), ", ")))
+	if cfg.Host.AuditLog != "" {
+		fmt.Fprintf(c.stdout, "audit log: %s\n", cfg.Host.AuditLog)
+	}
+	for _, d := range cfg.DeadAllows() {
+		fmt.Fprintf(c.stdout, "note: %s can never allow anything: %s denies all it matches (deny wins)\n", d.Allow, d.Deny)
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "BACKEND\tKIND\tTOOL PREFIX\tTIMEOUT\tSTARTS")
 	names := cfg.Backends()
@@ -362,7 +413,65 @@ func (c *cli) check(args []string) int {
 		fmt.Fprintf(tw, "%s\twasm\t%s\t%s\t%s\n", n, prefixText(n, p.Prefix), effective(p.Timeout, cfg.Host.CallTimeout), p.Path)
 	}
 	tw.Flush()
-	return exitOK
+	if *profile == "" {
+		return exitOK
+	}
+	return c.withHost(func(ctx context.Context, h *host.Host) int {
+		return c.checkProfile(ctx, h, cfg, *profile)
+	})
+}
+
+// checkProfile prints the profile's effective catalogue and, for every
+// other configured tool, the rule that excludes it.
+func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config, profile string) int {
+	v, err := h.Profile(profile)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		return exitUsage
+	}
+	code := exitOK
+	p := cfg.Profiles[profile]
+	fmt.Fprintf(c.stdout, "\nprofile %s\n", profile)
+	st := map[string]host.BackendStatus{}
+	for _, s := range h.Status() {
+		st[s.Name] = s
+	}
+	for _, b := range p.Requires {
+		if s := st[b]; s.State != host.StateReady {
+			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, dash(firstLine(s.LastError, 100)))
+			code = exitCallError
+		} else {
+			fmt.Fprintf(c.stdout, "requires %s: ready\n", b)
+		}
+	}
+	for _, b := range p.Recommends {
+		if s := st[b]; s.State != host.StateReady {
+			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, dash(firstLine(s.LastError, 100)))
+		}
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nTOOL\tBACKEND\tDECISION\tRULE")
+	for _, d := range v.Decisions() {
+		verdict := "allowed"
+		if !d.Allowed {
+			verdict = "excluded"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Backend, verdict, d.Rule)
+	}
+	for _, e := range h.Excluded() {
+		fmt.Fprintf(tw, "(%s)\t%s\t%s\t%s\n", e.Tool, e.Backend, "not registered", e.Reason)
+	}
+	tw.Flush()
+	return code
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func prefixText(name string, p *string) string {

@@ -33,9 +33,22 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 const fixtureConfig = `
 [servers.fixture]
 command = "@FIXTURE@"
+deny_tools = ["crash"]
 
 [servers.broken]
 command = "toolhost-no-such-program"
+
+[policy]
+deny = ["fixture__sleep", "fixture__big*"]
+allow = ["fixture__big"]
+default = "allow"
+
+[profiles.review]
+allow = ["fixture__echo", "fixture__add"]
+deny = ["fixture__add"]
+
+[profiles.needs]
+requires = ["broken"]
 `
 
 func TestCLI(t *testing.T) {
@@ -57,7 +70,18 @@ func TestCLI(t *testing.T) {
 		{"unavailable", []string{"--config", cfg, "call", "broken__x"}, 3, nil, []string{"unknown tool"}, true},
 		{"bad args", []string{"--config", cfg, "call", "fixture__echo", "--args", `{nope`}, 2, nil, []string{"--args is not valid JSON"}, true},
 		{"status", []string{"--config", cfg, "status"}, 0, []string{"fixture", "ready", "broken", "failed", "not found in PATH"}, nil, false},
-		{"check", []string{"--config", cfg, "check"}, 0, []string{"is valid", "fixture", "stdio", "fixture__"}, nil, false},
+		{"check", []string{"--config", cfg, "check"}, 0, []string{"is valid", "fixture", "stdio", "fixture__", "profiles: needs, review",
+			`note: policy.allow[0] "fixture__big" can never allow anything: policy.deny[1] "fixture__big*" denies all it matches`}, nil, false},
+		{"tools profile", []string{"--config", cfg, "tools", "--profile", "review"}, 0, []string{"fixture__echo"}, nil, false},
+		{"call profile", []string{"--config", cfg, "call", "--profile", "review", "fixture__echo", "--args", `{"text":"in review"}`}, 0, []string{"in review"}, nil, false},
+		{"call denied", []string{"--config", cfg, "call", "--profile", "review", "fixture__add", "--args", `{"a":1,"b":2}`}, 4, nil, []string{`call denied`, `profiles.review.deny[0] "fixture__add"`}, true},
+		{"call denied globally", []string{"--config", cfg, "call", "fixture__sleep"}, 4, nil, []string{`policy.deny[0] "fixture__sleep"`}, true},
+		{"call invalid arguments", []string{"--config", cfg, "call", "--profile", "review", "fixture__echo", "--args", `{"text":3}`}, 1, []string{"invalid arguments for fixture__echo", "text"}, nil, false},
+		{"unknown profile", []string{"--config", cfg, "tools", "--profile", "nope"}, 2, nil, []string{`unknown profile "nope"`}, true},
+		{"check unknown profile", []string{"--config", cfg, "check", "--profile", "nope"}, 2, nil, []string{`no profile "nope"`}, true},
+		{"check profile", []string{"--config", cfg, "check", "--profile", "review"}, 0, []string{"profile review", "fixture__echo", "allowed", `profiles.review.allow[0] "fixture__echo"`,
+			"fixture__add", `profiles.review.deny[0] "fixture__add"`, "fixture__fail", "profiles.review.allow (no glob matches)", "(crash)", `servers.fixture.deny_tools[0] "crash"`}, nil, false},
+		{"check profile requires", []string{"--config", cfg, "check", "--profile", "needs"}, 3, []string{"requires broken: NOT READY"}, nil, false},
 		{"unknown command", []string{"--config", cfg, "frobnicate"}, 2, nil, []string{`unknown command "frobnicate"`}, true},
 		{"no command", []string{}, 2, nil, []string{"Usage:"}, true},
 		{"help", []string{"help"}, 0, []string{"Commands:"}, nil, false},
@@ -88,6 +112,7 @@ func TestCLI(t *testing.T) {
 
 func TestCLIToolsJSON(t *testing.T) {
 	cfg := writeConfig(t, fixtureConfig)
+	// 3 of the fixture's 6 tools: fixtureConfig denies crash, sleep and big.
 	code, stdout, _ := runCLI("--config", cfg, "tools", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -101,7 +126,7 @@ func TestCLIToolsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &tools); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, stdout)
 	}
-	if len(tools) != 6 || tools[0].Backend != "fixture" || tools[0].InputSchema["type"] != "object" {
+	if len(tools) != 3 || tools[0].Backend != "fixture" || tools[0].InputSchema["type"] != "object" {
 		t.Fatalf("tools = %+v", tools)
 	}
 }
