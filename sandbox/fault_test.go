@@ -92,7 +92,10 @@ func TestFaultsAreContained(t *testing.T) {
 			call: call{"hog", nil}, wantErr: []error{ErrMemoryLimit}, wantMsg: "out of memory"},
 		{name: "panic", call: call{"panic", map[string]any{"text": "boom"}},
 			wantErr: []error{ErrTrap}, wantMsg: "panic: fixture panic: boom"},
-		{name: "bigout", call: call{"big", nil}, wantErr: []error{transport.ErrOutputTooLarge}},
+		// A 512 KiB result over a 128 KiB max_output: the same rule as the
+		// default 4 MiB, at a size that stays quick under -race.
+		{name: "bigout", cfg: config.Plugin{MaxOutput: 128 << 10},
+			call: call{"big", map[string]any{"text": "524288"}}, wantErr: []error{transport.ErrOutputTooLarge}},
 		{name: "netout/outside", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
 			call: call{"fetch", map[string]any{"url": "http://example.com/"}}, wantErr: []error{ErrHostDenied}, wantMsg: "not in allowed_hosts"},
 		{name: "netout/allowed", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},

@@ -1,8 +1,10 @@
-// Command bigout is an adversarial fixture: its tool "big" returns a 5 MiB
-// result (more than the default max_output of 4 MiB).
+// Command bigout is an adversarial fixture: its tool "big" returns a result
+// of arguments.text bytes (a decimal number; default 5 MiB, more than the
+// default max_output of 4 MiB).
 package main
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/toolhost/toolhost/testdata/plugins/internal/kernel"
@@ -18,6 +20,10 @@ func listTools() int32 {
 
 //go:wasmexport call_tool
 func callTool() int32 {
-	kernel.Output([]byte(kernel.Text(strings.Repeat("x", 5<<20), false)))
+	n, err := strconv.Atoi(kernel.Field(string(kernel.Input()), "text"))
+	if err != nil {
+		n = 5 << 20
+	}
+	kernel.Output([]byte(kernel.Text(strings.Repeat("x", n), false)))
 	return 0
 }
