@@ -37,6 +37,32 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 		}()
 	}
 
+	// The arguments are decoded once, up front, so that every audit record
+	// (denied and unknown-tool calls too) carries their hash and redacted
+	// copy.
+	raw, argErr := rawArgs(args)
+	var val any
+	decoded := false
+	decode := func() error {
+		if decoded {
+			return nil
+		}
+		v, derr := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if derr != nil {
+			return derr
+		}
+		val, decoded = v, true
+		if rec != nil {
+			buf := appendCanonical(make([]byte, 0, len(raw)+16), val, nil)
+			rec.ArgsSHA256 = hashArgs(buf)
+			rec.Args = appendCanonical(buf[len(buf):], val, h.audit)
+		}
+		return nil
+	}
+	if rec != nil && argErr == nil {
+		_ = decode()
+	}
+
 	if !ok {
 		// Suggest only names of this view: another profile's tools stay
 		// unnamed.
@@ -60,23 +86,16 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 		}
 	}
 
-	raw, err := rawArgs(args)
-	if rec != nil {
-		rec.ArgsSHA256 = hashArgs(raw)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if argErr != nil {
+		if rec != nil {
+			rec.ArgsSHA256 = hashArgs(raw)
+		}
+		return nil, fmt.Errorf("%s: %w", name, argErr)
 	}
 	check := e.in != nil && !h.noValidate
 	if check || rec != nil {
-		val, derr := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if derr != nil {
+		if derr := decode(); derr != nil {
 			return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalidArguments, derr)
-		}
-		if rec != nil {
-			buf := appendCanonical(make([]byte, 0, len(raw)+16), val, nil)
-			rec.ArgsSHA256 = hashArgs(buf)
-			rec.Args = appendCanonical(buf[len(buf):], val, h.audit)
 		}
 		if check {
 			if verr := e.in.Validate(val); verr != nil {

@@ -249,6 +249,10 @@ func TestPolicyAndProfiles(t *testing.T) {
 		if r.Outcome == host.OutcomeDenied && (r.Decision != "deny" || r.Rule == "" || r.Backend == "") {
 			t.Errorf("denied record %+v", r)
 		}
+		// Every attempt, denied and unknown ones too, records its arguments.
+		if len(r.ArgsSHA256) != 64 || len(r.Args) == 0 {
+			t.Errorf("record without arguments: %+v", r)
+		}
 	}
 	if outcomes[host.OutcomeDenied] != len(denied) || outcomes[host.OutcomeOK] != 2 || outcomes[host.OutcomeUnknownTool] != 2 || outcomes[host.OutcomeBackendError] != 1 {
 		t.Errorf("audit outcomes %v", outcomes)
