@@ -74,16 +74,29 @@ func BlobResource(uri, mimeType string, data []byte) Content {
 // NewResult returns a successful result with the given content blocks.
 func NewResult(content ...Content) *Result { return &Result{Content: content} }
 
+// oneBlock is a Result with one content block, in one allocation.
+type oneBlock struct {
+	r Result
+	c [1]Content
+}
+
+func single(c Content, isError bool) *Result {
+	o := &oneBlock{c: [1]Content{c}}
+	o.r.Content = o.c[:]
+	o.r.IsError = isError
+	return &o.r
+}
+
 // Text returns a successful result with one text block.
-func Text(text string) *Result { return NewResult(TextContent(text)) }
+func Text(text string) *Result { return single(TextContent(text), false) }
 
 // Image returns a successful result with one image block.
-func Image(data []byte, mimeType string) *Result { return NewResult(ImageContent(data, mimeType)) }
+func Image(data []byte, mimeType string) *Result { return single(ImageContent(data, mimeType), false) }
 
 // Errorf returns a tool error result (isError: true) whose one text block is
 // the formatted message.
 func Errorf(format string, args ...any) *Result {
-	return &Result{Content: []Content{TextContent(fmt.Sprintf(format, args...))}, IsError: true}
+	return single(TextContent(fmt.Sprintf(format, args...)), true)
 }
 
 // Structured returns a successful result whose structuredContent is v, and
@@ -117,19 +130,29 @@ func (r *Result) encode() ([]byte, error) {
 	if r == nil {
 		r = &Result{}
 	}
-	w := wireResult{Content: r.Content, IsError: r.IsError}
+	var structured []byte
+	if r.StructuredContent != nil {
+		if raw, ok := r.StructuredContent.(json.RawMessage); ok {
+			structured, _ = compactObject(raw) // nil: not the fast path
+		}
+		if structured == nil {
+			b, err := json.Marshal(r.StructuredContent)
+			if err != nil {
+				return Errorf("pdk: structuredContent: %v", err).encode()
+			}
+			if !isObject(b) {
+				return Errorf("pdk: structuredContent must be a JSON object, got %.40s", b).encode()
+			}
+			structured = b
+		}
+	}
+	if out, ok := appendResult(outputBuffer(resultSize(r, structured)), r, structured); ok {
+		return out, nil
+	}
+	// A content block of an unknown type: encoding/json reports it.
+	w := wireResult{Content: r.Content, IsError: r.IsError, StructuredContent: structured}
 	if w.Content == nil {
 		w.Content = []Content{}
-	}
-	if r.StructuredContent != nil {
-		b, err := json.Marshal(r.StructuredContent)
-		if err != nil {
-			return Errorf("pdk: structuredContent: %v", err).encode()
-		}
-		if !isObject(b) {
-			return Errorf("pdk: structuredContent must be a JSON object, got %.40s", b).encode()
-		}
-		w.StructuredContent = b
 	}
 	return json.Marshal(w)
 }

@@ -27,41 +27,55 @@ const (
 // output bytes, or an error that is reported through error_set.
 type Handler func(input []byte) ([]byte, error)
 
+type export struct {
+	h       Handler
+	release func([]byte)
+}
+
 var (
 	mu       sync.Mutex
-	handlers = map[string]Handler{}
+	handlers = map[string]export{}
 )
 
 // Export registers the handler behind an export name ("list_tools", ...).
 // It is called from package init functions.
-func Export(name string, h Handler) {
+func Export(name string, h Handler) { ExportReleasing(name, h, nil) }
+
+// ExportReleasing is Export for a handler that recycles its output buffers:
+// Run hands each output to release once the kernel holds a copy of it.
+func ExportReleasing(name string, h Handler, release func(out []byte)) {
 	mu.Lock()
 	defer mu.Unlock()
-	handlers[name] = h
+	handlers[name] = export{h, release}
 }
 
 // Lookup returns the handler registered for an export name.
 func Lookup(name string) (Handler, bool) {
 	mu.Lock()
 	defer mu.Unlock()
-	h, ok := handlers[name]
-	return h, ok
+	e, ok := handlers[name]
+	return e.h, ok
 }
 
 // Run serves one export call end to end: read the input, run the handler,
 // set the output. It returns the export's result code: 0 on success, -1 after
 // error_set on failure.
 func Run(name string) int32 {
-	h, ok := Lookup(name)
+	mu.Lock()
+	e, ok := handlers[name]
+	mu.Unlock()
 	if !ok {
 		SetError("pdk: no handler registered for export " + name)
 		return -1
 	}
-	out, err := h(Input())
+	out, err := e.h(Input())
 	if err != nil {
 		SetError(err.Error())
 		return -1
 	}
 	SetOutput(out)
+	if e.release != nil {
+		e.release(out)
+	}
 	return 0
 }
