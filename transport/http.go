@@ -39,6 +39,7 @@ type HTTPOptions struct {
 // does so and retries the failed operation once. A second 404 on the retry is
 // returned as ErrConnectionLost.
 type HTTP struct {
+	ops
 	url    string
 	client *http.Client
 	rt     *headerTransport
@@ -76,7 +77,9 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &HTTP{url: url, client: client, rt: rt, logger: logger}
+	h := &HTTP{url: url, client: client, rt: rt, logger: logger}
+	h.ops = ops{do: h.do}
+	return h
 }
 
 // headerTransport sets fixed headers on every request, and notes the
@@ -274,44 +277,6 @@ func (h *HTTP) fault(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %v", ErrConnectionLost, err)
 	}
 	return err
-}
-
-// ListTools implements Transport.
-func (h *HTTP) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
-	err = h.do(ctx, "tools/list", func(se *session) (err error) { tools, err = se.listTools(ctx); return })
-	return tools, err
-}
-
-// CallTool implements Transport. A call whose session was lost before the
-// server processed it (the server answered 404) is retried once on a new
-// session; the 404 means the request never reached a live session.
-func (h *HTTP) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.CallToolResult, err error) {
-	err = h.do(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
-	return res, err
-}
-
-// ListResources implements Transport.
-func (h *HTTP) ListResources(ctx context.Context) (rs []*mcp.Resource, err error) {
-	err = h.do(ctx, "resources/list", func(se *session) (err error) { rs, err = se.listResources(ctx); return })
-	return rs, err
-}
-
-// ReadResource implements Transport.
-func (h *HTTP) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
-	err = h.do(ctx, "resources/read", func(se *session) (err error) { res, err = se.readResource(ctx, p); return })
-	return res, err
-}
-
-// ListPrompts implements Transport.
-func (h *HTTP) ListPrompts(ctx context.Context) (ps []*mcp.Prompt, err error) {
-	err = h.do(ctx, "prompts/list", func(se *session) (err error) { ps, err = se.listPrompts(ctx); return })
-	return ps, err
-}
-
-// GetPrompt implements Transport.
-func (h *HTTP) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (res *mcp.GetPromptResult, err error) {
-	err = h.do(ctx, "prompts/get", func(se *session) (err error) { res, err = se.getPrompt(ctx, p); return })
-	return res, err
 }
 
 // Close ends the session (the go-sdk sends the session DELETE, bounded to 5s)

@@ -116,3 +116,46 @@ func ctxError(ctx context.Context, op string) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 }
+
+// ops implements Transport's operation methods over a session. Stdio and
+// HTTP embed it with their own do, which picks the current session and
+// explains a failure in the transport's terms.
+type ops struct {
+	do func(ctx context.Context, op string, f func(*session) error) error
+}
+
+// ListTools implements Transport.
+func (o ops) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
+	err = o.do(ctx, "tools/list", func(se *session) (err error) { tools, err = se.listTools(ctx); return })
+	return tools, err
+}
+
+// CallTool implements Transport.
+func (o ops) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.CallToolResult, err error) {
+	err = o.do(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
+	return res, err
+}
+
+// ListResources implements Transport.
+func (o ops) ListResources(ctx context.Context) (rs []*mcp.Resource, err error) {
+	err = o.do(ctx, "resources/list", func(se *session) (err error) { rs, err = se.listResources(ctx); return })
+	return rs, err
+}
+
+// ReadResource implements Transport.
+func (o ops) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
+	err = o.do(ctx, "resources/read", func(se *session) (err error) { res, err = se.readResource(ctx, p); return })
+	return res, err
+}
+
+// ListPrompts implements Transport.
+func (o ops) ListPrompts(ctx context.Context) (ps []*mcp.Prompt, err error) {
+	err = o.do(ctx, "prompts/list", func(se *session) (err error) { ps, err = se.listPrompts(ctx); return })
+	return ps, err
+}
+
+// GetPrompt implements Transport.
+func (o ops) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (res *mcp.GetPromptResult, err error) {
+	err = o.do(ctx, "prompts/get", func(se *session) (err error) { res, err = se.getPrompt(ctx, p); return })
+	return res, err
+}

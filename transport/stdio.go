@@ -75,6 +75,7 @@ const (
 // SIGKILL; so launchers such as npx leave no orphaned children. The child is
 // always reaped.
 type Stdio struct {
+	ops
 	cmd    Command
 	opts   StdioOptions
 	logger hclog.Logger
@@ -107,6 +108,7 @@ var _ Transport = (*Stdio)(nil)
 // Connect.
 func NewStdio(cmd Command, opts *StdioOptions) *Stdio {
 	s := &Stdio{cmd: cmd}
+	s.ops = ops{do: s.do}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -432,42 +434,6 @@ func (s *Stdio) do(ctx context.Context, op string, f func(*session) error) error
 		return fmt.Errorf("%s: %w", op, s.fault(ctx, err))
 	}
 	return nil
-}
-
-// ListTools implements Transport.
-func (s *Stdio) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
-	err = s.do(ctx, "tools/list", func(se *session) (err error) { tools, err = se.listTools(ctx); return })
-	return tools, err
-}
-
-// CallTool implements Transport.
-func (s *Stdio) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.CallToolResult, err error) {
-	err = s.do(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
-	return res, err
-}
-
-// ListResources implements Transport.
-func (s *Stdio) ListResources(ctx context.Context) (rs []*mcp.Resource, err error) {
-	err = s.do(ctx, "resources/list", func(se *session) (err error) { rs, err = se.listResources(ctx); return })
-	return rs, err
-}
-
-// ReadResource implements Transport.
-func (s *Stdio) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
-	err = s.do(ctx, "resources/read", func(se *session) (err error) { res, err = se.readResource(ctx, p); return })
-	return res, err
-}
-
-// ListPrompts implements Transport.
-func (s *Stdio) ListPrompts(ctx context.Context) (ps []*mcp.Prompt, err error) {
-	err = s.do(ctx, "prompts/list", func(se *session) (err error) { ps, err = se.listPrompts(ctx); return })
-	return ps, err
-}
-
-// GetPrompt implements Transport.
-func (s *Stdio) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (res *mcp.GetPromptResult, err error) {
-	err = s.do(ctx, "prompts/get", func(se *session) (err error) { res, err = se.getPrompt(ctx, p); return })
-	return res, err
 }
 
 // Close stops the child as described on Stdio and waits until it and every
