@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
-	"github.com/gobwas/glob"
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Policy defaults ([policy] default).
@@ -71,12 +71,11 @@ type Rule struct {
 	// Specificity is the number of literal characters in Pattern: among the
 	// rules that match a name, the one with the most decides.
 	Specificity int
-
-	g glob.Glob
 }
 
-// Match reports whether the rule's glob matches name.
-func (r *Rule) Match(name string) bool { return r.g.Match(name) }
+// Match reports whether the rule's glob matches name (doublestar syntax; tool
+// names have no "/", so * matches any run of characters).
+func (r *Rule) Match(name string) bool { return doublestar.MatchUnvalidated(r.Pattern, name) }
 
 // String names the rule as `KEY[INDEX] "PATTERN"`, e.g.
 // `policy.deny[1] "*__delete_*"`.
@@ -115,14 +114,17 @@ func CompileRule(key string, index int, pattern string) (Rule, error) {
 			break
 		}
 	}
-	g, err := glob.Compile(pattern)
-	if err == nil && depth != 0 {
+	var err error
+	switch {
+	case !doublestar.ValidatePattern(pattern):
+		err = fmt.Errorf("malformed: an unclosed [ or {, or a trailing \\")
+	case depth != 0:
 		err = fmt.Errorf("unbalanced { and }")
 	}
 	if err != nil {
 		return Rule{}, fmt.Errorf("invalid glob %q: %v; use * for any run of characters, ? for one, [abc] and {a,b}", pattern, err)
 	}
-	return Rule{Key: key, Index: index, Pattern: pattern, Specificity: literalChars(pattern), g: g}, nil
+	return Rule{Key: key, Index: index, Pattern: pattern, Specificity: literalChars(pattern)}, nil
 }
 
 // literalChars counts the characters of a glob that match only themselves.

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gobwas/glob"
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // httpPolicy decides which URLs a plugin's http_request may reach.
@@ -38,7 +38,7 @@ type httpPolicy struct {
 
 type hostRule struct {
 	pattern string
-	g       glob.Glob // nil for a literal pattern
+	glob    bool // pattern has glob characters (else it is a literal)
 	port    string    // "" = any port
 }
 
@@ -66,11 +66,10 @@ func newHTTPPolicy(entries []string) (*httpPolicy, error) {
 		}
 		r := hostRule{pattern: host, port: port}
 		if strings.ContainsAny(host, "*?[]{}") {
-			g, err := glob.Compile(host)
-			if err != nil {
-				return nil, fmt.Errorf("allowed_hosts entry %q: %v", e, err)
+			if !doublestar.ValidatePattern(host) {
+				return nil, fmt.Errorf("allowed_hosts entry %q: invalid glob", e)
 			}
-			r.g = g
+			r.glob = true
 		} else {
 			p.explicit[host] = true
 		}
@@ -86,7 +85,7 @@ func (p *httpPolicy) allowed(host, port string) bool {
 		if r.port != "" && r.port != port {
 			continue
 		}
-		if r.g == nil && r.pattern == host || r.g != nil && r.g.Match(host) {
+		if !r.glob && r.pattern == host || r.glob && doublestar.MatchUnvalidated(r.pattern, host) {
 			return true
 		}
 	}
