@@ -38,8 +38,8 @@ type httpPolicy struct {
 
 type hostRule struct {
 	pattern string
-	glob    bool // pattern has glob characters (else it is a literal)
-	port    string    // "" = any port
+	glob    bool   // pattern has glob characters (else it is a literal)
+	port    string // "" = any port
 }
 
 func normHost(h string) string {
