@@ -140,7 +140,6 @@ type Plugin struct {
 	module     *wasmModule
 	digest     string
 	caps       *mcp.ServerCapabilities
-	warmPages  uint64
 }
 
 var _ transport.Transport = (*Plugin)(nil)

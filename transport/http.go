@@ -288,10 +288,13 @@ func (h *HTTP) Close() error {
 		return nil
 	}
 	h.closed = true
+	h.mu.Unlock()
+	// A re-initialization in flight finishes first (it sees closed and
+	// releases its new session itself); then the current session is final.
+	h.reconnect.Lock()
+	h.mu.Lock()
 	sess := h.sess
 	h.mu.Unlock()
-	// Wait for a re-initialization in flight to finish (it sees closed).
-	h.reconnect.Lock()
 	h.reconnect.Unlock()
 	var err error
 	if sess != nil {

@@ -96,10 +96,9 @@ type Stdio struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	tailMu    sync.Mutex
-	tail      []string // last lines of stderr, for error messages
-	protoErr  error    // the first protocol violation seen on stdout
-	protoOnce sync.Once
+	tailMu   sync.Mutex
+	tail     []string // last lines of stderr, for error messages
+	protoErr error    // the first protocol violation seen on stdout
 }
 
 var _ Transport = (*Stdio)(nil)
