@@ -51,6 +51,9 @@ type Config struct {
 	// Profiles are the named roles ([profiles.NAME]), keyed by NAME.
 	Profiles map[string]*Profile `toml:"profiles"`
 
+	// Tools are per-tool options ([tools.NAME]), keyed by catalogue name.
+	Tools map[string]*ToolOptions `toml:"tools"`
+
 	// Path is the absolute path of the file the configuration was loaded
 	// from; empty when loaded from bytes without a name.
 	Path string `toml:"-"`
@@ -131,6 +134,11 @@ type Server struct {
 	// ToolRules and DenyToolRules are Tools and DenyTools compiled.
 	ToolRules     []Rule `toml:"-" json:"-"`
 	DenyToolRules []Rule `toml:"-" json:"-"`
+
+	// Supervision: start policy, health checks, restarts and the circuit
+	// breaker (keys start, startup_timeout, idle_timeout, health_*,
+	// restart_backoff, max_restarts, restart_window, circuit_breaker).
+	Supervision
 }
 
 // IsStdio reports whether the server is reached over stdio.
@@ -187,6 +195,9 @@ type Plugin struct {
 	DenyTools     []string `toml:"deny_tools"`
 	ToolRules     []Rule   `toml:"-" json:"-"`
 	DenyToolRules []Rule   `toml:"-" json:"-"`
+
+	// Supervision works as Server's (idle_timeout excepted).
+	Supervision
 }
 
 // Mount is one allowed_paths entry.

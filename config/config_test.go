@@ -382,7 +382,7 @@ func TestErrorFormat(t *testing.T) {
 // TestSchemaFieldTypes guards the decoder: every field with a toml tag has a
 // type it knows.
 func TestSchemaFieldTypes(t *testing.T) {
-	for _, v := range []any{&Host{}, &Server{}, &Plugin{}} {
+	for _, v := range []any{&Host{}, &Server{}, &Plugin{}, &ToolOptions{}, &Backoff{}, &Circuit{}} {
 		rv := reflect.ValueOf(v).Elem()
 		for tag, i := range tomlFields(rv.Type()) {
 			var m map[string]toml.Primitive
@@ -392,7 +392,7 @@ func TestSchemaFieldTypes(t *testing.T) {
 			}
 			l := &loader{md: md, bad: map[string]bool{}, loc: locate("")}
 			// A float fits no field: a type error, not "no decoder".
-			l.field(m["x"], []string{tag}, rv.Field(i))
+			l.field(m["x"], []string{tag}, rv.FieldByIndex(i))
 			if len(l.errs) != 1 {
 				t.Errorf("%T.%s: got %d errors, want 1", v, tag, len(l.errs))
 			}

@@ -144,7 +144,7 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 	l.md = md
 	l.loc = locate(string(data))
 
-	cfg := &Config{Servers: map[string]*Server{}, Plugins: map[string]*Plugin{}, Profiles: map[string]*Profile{}, Path: path, Dir: o.Dir}
+	cfg := &Config{Servers: map[string]*Server{}, Plugins: map[string]*Plugin{}, Profiles: map[string]*Profile{}, Tools: map[string]*ToolOptions{}, Path: path, Dir: o.Dir}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		key := toml.Key{k}
 		switch k {
@@ -164,6 +164,12 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 			}
 		case "policy":
 			l.table(top[k], key, reflect.ValueOf(&cfg.Policy).Elem())
+		case "tools":
+			for name, prim := range l.subtables(top[k], key, "tools.NAME") {
+				t := &ToolOptions{Name: name, Line: l.loc.line(toml.Key{k, name})}
+				l.table(prim, toml.Key{k, name}, reflect.ValueOf(t).Elem())
+				cfg.Tools[name] = t
+			}
 		case "profiles":
 			for name, prim := range l.subtables(top[k], key, "profiles.NAME") {
 				p := &Profile{Name: name, Line: l.loc.line(toml.Key{k, name})}
@@ -171,7 +177,7 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 				cfg.Profiles[name] = p
 			}
 		default:
-			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "servers"})
+			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "servers", "tools"})
 		}
 	}
 	// Safety net: the walk above reports unknown keys itself (it decodes key
@@ -273,17 +279,25 @@ func (l *loader) table(prim toml.Primitive, key toml.Key, v reflect.Value) {
 			l.unknownKey(sub, slices.Sorted(maps.Keys(fields)))
 			continue
 		}
-		l.field(m[k], sub, v.Field(i))
+		l.field(m[k], sub, v.FieldByIndex(i))
 	}
 }
 
-// tomlFields maps toml tags of t's fields to their index.
-func tomlFields(t reflect.Type) map[string]int {
-	m := map[string]int{}
+// tomlFields maps toml tags of t's fields to their index, including the
+// fields of embedded structs without a tag (Supervision in Server).
+func tomlFields(t reflect.Type) map[string][]int {
+	m := map[string][]int{}
 	for i := range t.NumField() {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			for sub, idx := range tomlFields(f.Type) {
+				m[sub] = append([]int{i}, idx...)
+			}
+			continue
+		}
 		if tag != "" && tag != "-" {
-			m[tag] = i
+			m[tag] = []int{i}
 		}
 	}
 	return m
@@ -378,6 +392,36 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 			return
 		}
 		*p = int(r)
+	case **int:
+		r, ok := raw.(int64)
+		if !ok {
+			l.errorf(key, "must be an integer; got %s", typeName(raw))
+			return
+		}
+		if r < math.MinInt32 || r > math.MaxInt32 {
+			l.errorf(key, "%d is out of range", r)
+			return
+		}
+		n := int(r)
+		*p = &n
+	case *map[string]any:
+		// A table of arbitrary TOML values, passed on as JSON (health_args);
+		// strings are expanded.
+		if _, ok := raw.(map[string]any); !ok {
+			l.errorf(key, "must be a table, like { name = \"value\" }; got %s", typeName(raw))
+			return
+		}
+		var m map[string]any // decoded again to mark its keys as known
+		if err := l.md.PrimitiveDecode(prim, &m); err != nil {
+			l.errorf(key, "%s", strings.TrimPrefix(err.Error(), "toml: "))
+			return
+		}
+		out, ok := l.expandAll(m, key).(map[string]any)
+		if ok {
+			*p = out
+		}
+	case *Backoff, *Circuit:
+		l.table(prim, key, fv)
 	case *bool:
 		r, ok := raw.(bool)
 		if !ok {
@@ -390,6 +434,34 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 		// schema; TestSchemaFieldTypes guards against it.
 		l.errorf(key, "internal error: no decoder for %s", fv.Type())
 	}
+}
+
+// expandAll expands every string inside v (a decoded TOML value).
+func (l *loader) expandAll(v any, key toml.Key) any {
+	switch x := v.(type) {
+	case string:
+		s, _ := l.expand(x, key)
+		return s
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = l.expandAll(e, key)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = l.expandAll(e, key)
+		}
+		return out
+	case []map[string]any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = l.expandAll(e, key)
+		}
+		return out
+	}
+	return v
 }
 
 // str converts a string value and expands it.

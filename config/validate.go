@@ -87,6 +87,7 @@ func (l *loader) validate(cfg *Config) {
 		l.validatePlugin(cfg.Plugins[n], toml.Key{"plugins", n})
 	}
 	l.validatePolicy(cfg)
+	l.validateTools(cfg)
 }
 
 func (l *loader) validateServer(s *Server, key toml.Key) {
@@ -154,6 +155,7 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 		l.errorf(k("max_output"), "must be greater than 0: remove the key for the default (4MiB)")
 	}
 	s.ToolRules, s.DenyToolRules = l.backendTools(key, s.Tools, s.DenyTools)
+	l.validateSupervision(&s.Supervision, key, s.IsStdio())
 }
 
 func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
@@ -228,6 +230,7 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 	l.timeout(k("timeout"), p.Timeout)
 	l.prefix(k("prefix"), p.Prefix)
 	p.ToolRules, p.DenyToolRules = l.backendTools(key, p.Tools, p.DenyTools)
+	l.validateSupervision(&p.Supervision, key, false)
 }
 
 // timeout checks a timeout key that is set.
