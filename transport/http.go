@@ -27,6 +27,11 @@ type HTTPOptions struct {
 
 	// Logger receives the transport's diagnostics. Default: a null logger.
 	Logger hclog.Logger
+
+	// OnListChanged, when set, is called for each list_changed
+	// notification the server sends on the session's SSE stream (it must
+	// not block).
+	OnListChanged func(ListKind)
 }
 
 // HTTP is a Transport to an MCP server over Streamable HTTP (MCP 2025-11-25,
@@ -44,6 +49,7 @@ type HTTP struct {
 	client *http.Client
 	rt     *headerTransport
 	logger hclog.Logger
+	onChange func(ListKind)
 
 	mu        sync.Mutex
 	closed    bool
@@ -77,7 +83,7 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	h := &HTTP{url: url, client: client, rt: rt, logger: logger}
+	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged}
 	h.ops = ops{do: h.do}
 	return h
 }
@@ -124,7 +130,7 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 		// short so a dead server is reported rather than retried for long.
 		MaxRetries: 2,
 	}
-	cs, err := newClient(h.logger).Connect(ctx, t, nil)
+	cs, err := newClient(h.logger, h.onChange).Connect(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +237,7 @@ func (h *HTTP) renew(ctx context.Context, old *session) (*session, error) {
 func (h *HTTP) do(ctx context.Context, op string, f func(*session) error) error {
 	sess, err := h.current()
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w (%w)", op, err, ErrNotSent)
 	}
 	err = f(sess)
 	// Retry once on a new session when the server lost ours (it answered
@@ -273,7 +279,10 @@ func (h *HTTP) fault(ctx context.Context, err error) error {
 		return ErrClosed
 	case errors.Is(err, mcp.ErrSessionMissing):
 		return fmt.Errorf("%w: %v", ErrConnectionLost, err)
-	case errors.Is(err, mcp.ErrConnectionClosed) || unreachable(err):
+	case unreachable(err):
+		// Refused at dial: the request never left.
+		return fmt.Errorf("%w: %w: %v", ErrConnectionLost, ErrNotSent, err)
+	case errors.Is(err, mcp.ErrConnectionClosed):
 		return fmt.Errorf("%w: %v", ErrConnectionLost, err)
 	}
 	return err

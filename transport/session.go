@@ -19,9 +19,21 @@ var Version = "0.1.0"
 const ClientName = "toolhost"
 
 // newClient builds the go-sdk client used by both MCP transports. Server log
-// notifications (notifications/message) go to logger.
-func newClient(logger hclog.Logger) *mcp.Client {
+// notifications (notifications/message) go to logger; list_changed
+// notifications to onChange, when set.
+func newClient(logger hclog.Logger, onChange func(ListKind)) *mcp.Client {
+	var tools func(context.Context, *mcp.ToolListChangedRequest)
+	var prompts func(context.Context, *mcp.PromptListChangedRequest)
+	var resources func(context.Context, *mcp.ResourceListChangedRequest)
+	if onChange != nil {
+		tools = func(context.Context, *mcp.ToolListChangedRequest) { onChange(ListTools) }
+		prompts = func(context.Context, *mcp.PromptListChangedRequest) { onChange(ListPrompts) }
+		resources = func(context.Context, *mcp.ResourceListChangedRequest) { onChange(ListResources) }
+	}
 	return mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
+		ToolListChangedHandler:     tools,
+		PromptListChangedHandler:   prompts,
+		ResourceListChangedHandler: resources,
 		// No roots, sampling or elicitation: toolhost is a tool host, not an
 		// end-user client, and must not let a server drive it.
 		Capabilities: &mcp.ClientCapabilities{},
@@ -122,6 +134,11 @@ func ctxError(ctx context.Context, op string) error {
 // explains a failure in the transport's terms.
 type ops struct {
 	do func(ctx context.Context, op string, f func(*session) error) error
+}
+
+// Ping implements Transport.
+func (o ops) Ping(ctx context.Context) error {
+	return o.do(ctx, "ping", func(se *session) error { return se.cs.Ping(ctx, nil) })
 }
 
 // ListTools implements Transport.

@@ -52,9 +52,20 @@ type StdioOptions struct {
 	// in bytes. A longer line is a protocol violation. Default 16 MiB (the
 	// go-sdk's mcp.DefaultMaxLineLength).
 	MaxLineLength int
+
+	// OnListChanged, when set, is called (on the connection's reader
+	// goroutine: it must not block) for each list_changed notification
+	// from the server.
+	OnListChanged func(ListKind)
 }
 
 const (
+	// faultWait bounds how long a failed operation waits, after stdout
+	// reached EOF, for the exit status and the last stderr lines that
+	// explain it; a child that closed stdout but keeps running is reported
+	// after it. Short, so a caller learns of a crash promptly.
+	faultWait = 50 * time.Millisecond
+
 	defaultTerminateGrace = 2 * time.Second
 	stderrTailLines       = 8
 	maxStderrLine         = 4096
@@ -92,6 +103,7 @@ type Stdio struct {
 	exited    chan struct{} // closed when the process has been reaped
 	stderrEOF chan struct{} // closed when stderr has been read to its end
 	exitErr   error         // the result of Wait, valid after exited is closed
+	done      chan struct{} // closed when the session has ended (see Done)
 	bg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -126,6 +138,18 @@ func NewStdio(cmd Command, opts *StdioOptions) *Stdio {
 
 // Pid returns the child's process ID (also its process group ID), or 0 when
 // it is not running.
+// Done implements Watcher: the channel is closed when the server's session
+// has ended (its process exited or closed its stdout, it broke the protocol,
+// or Close was called). Nil before Connect.
+func (s *Stdio) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.connected {
+		return nil
+	}
+	return s.done
+}
+
 func (s *Stdio) Pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,6 +231,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	s.stdin, s.stdout, s.stderr = inW, outR, errR
 	s.exited = make(chan struct{})
 	s.stderrEOF = make(chan struct{})
+	s.done = make(chan struct{})
 	s.bg.Add(2)
 	go s.readStderr()
 	go func() {
@@ -222,7 +247,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		Writer:        inW,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
-	cs, err := newClient(s.logger).Connect(ctx, conn, nil)
+	cs, err := newClient(s.logger, s.opts.OnListChanged).Connect(ctx, conn, nil)
 	if err != nil {
 		cause := s.fault(ctx, err)
 		s.Close()
@@ -232,6 +257,18 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	s.sess = newSession(cs)
 	s.connected = true
 	closed := s.closed
+	if !closed {
+		done := s.done
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			// Wait returns when the connection ends: stdout reached EOF
+			// (the process exited or closed it), a protocol violation
+			// closed it, or Close.
+			_ = cs.Wait()
+			close(done)
+		}()
+	}
 	s.mu.Unlock()
 	if closed {
 		// Close ran during the handshake and could not see the session.
@@ -264,10 +301,10 @@ func (s *Stdio) fault(ctx context.Context, err error) error {
 			// open: do not wait long).
 			select {
 			case <-s.stderrEOF:
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(faultWait):
 			}
 			return fmt.Errorf("%w: server process %s%s", ErrConnectionLost, exitText(s.exitErr), s.stderrTail())
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(faultWait):
 			return fmt.Errorf("%w: server closed its stdout%s", ErrConnectionLost, s.stderrTail())
 		}
 	}
@@ -427,7 +464,7 @@ func (s *Stdio) current() (*session, error) {
 func (s *Stdio) do(ctx context.Context, op string, f func(*session) error) error {
 	sess, err := s.current()
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w (%w)", op, err, ErrNotSent)
 	}
 	if err := f(sess); err != nil {
 		return fmt.Errorf("%s: %w", op, s.fault(ctx, err))

@@ -74,6 +74,11 @@ type Transport interface {
 	// GetPrompt renders one prompt. ErrUnsupported as ListPrompts.
 	GetPrompt(ctx context.Context, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error)
 
+	// Ping checks that the backend answers (MCP 2025-11-25,
+	// basic/utilities/ping; for a plugin: that it is loaded and can run a
+	// call). The host's health checks use it.
+	Ping(ctx context.Context) error
+
 	// Close ends the connection and releases everything the Transport holds.
 	// It is idempotent and safe to call from any goroutine.
 	Close() error
@@ -118,4 +123,30 @@ var (
 	// ErrOutputTooLarge: the backend's result exceeded the configured
 	// max_output. The result is dropped, never truncated.
 	ErrOutputTooLarge = errors.New("backend result exceeds max_output")
+
+	// ErrNotSent is joined to an error when the request certainly never
+	// reached the backend (the transport was not connected or already
+	// closed, or the HTTP connection was refused), so sending it again
+	// cannot run a tool twice. The host retries such calls.
+	ErrNotSent = errors.New("request not sent")
 )
+
+// ListKind names a list a server said changed (MCP 2025-11-25,
+// notifications/tools/list_changed and its resources and prompts
+// counterparts).
+type ListKind string
+
+// The lists a server can announce changes of.
+const (
+	ListTools     ListKind = "tools"
+	ListResources ListKind = "resources"
+	ListPrompts   ListKind = "prompts"
+)
+
+// Watcher is implemented by transports that notice a lost backend without
+// an operation in flight (a stdio server's process exits or closes its
+// stdout). Done's channel is closed once the connection made by Connect has
+// ended for any reason, Close included; it is nil before Connect.
+type Watcher interface {
+	Done() <-chan struct{}
+}

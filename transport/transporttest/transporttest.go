@@ -151,11 +151,25 @@ func Run(t *testing.T, b Backend) {
 		}
 	})
 
+	t.Run("Ping", func(t *testing.T) {
+		tr := connect(t)
+		if err := tr.Ping(ctx); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+		tr.Close()
+		if err := tr.Ping(ctx); !errors.Is(err, transport.ErrClosed) {
+			t.Errorf("Ping after Close: %v, want ErrClosed", err)
+		}
+	})
+
 	t.Run("BeforeConnect", func(t *testing.T) {
 		tr := b.New(t)
 		defer tr.Close()
 		if _, err := tr.ListTools(ctx); !errors.Is(err, transport.ErrNotConnected) {
 			t.Errorf("ListTools before Connect: %v, want ErrNotConnected", err)
+		}
+		if err := tr.Ping(ctx); !errors.Is(err, transport.ErrNotConnected) {
+			t.Errorf("Ping before Connect: %v, want ErrNotConnected", err)
 		}
 	})
 
