@@ -32,6 +32,7 @@ const (
 	OutcomeCanceled         = "canceled"          // the caller cancelled
 	OutcomeBackendError     = "backend_error"     // the call could not be made or its result was refused
 	OutcomeUnknownTool      = "unknown_tool"      // no such tool in the catalogue
+	OutcomeCircuitOpen      = "circuit_open"      // refused fast by an open circuit breaker (ErrCircuitOpen)
 )
 
 // AuditRecord is one call attempt, as written to [host] audit_log (one JSON
@@ -63,6 +64,15 @@ type AuditRecord struct {
 	// ResultBytes is the size of the result's JSON encoding (0 without a
 	// result).
 	ResultBytes int `json:"result_bytes"`
+	// Retries is how many times the call was sent again after a failure
+	// that never reached the backend, or (for a [tools.NAME] retry = true
+	// tool) after any backend failure.
+	Retries int `json:"retries,omitempty"`
+	// Fallback names the tool whose result was returned instead, when this
+	// call failed and its [tools.NAME] fallback was used; that call has
+	// its own record, whose FallbackFor names this tool.
+	Fallback    string `json:"fallback,omitempty"`
+	FallbackFor string `json:"fallback_for,omitempty"`
 }
 
 // redactKeys are the built-in sensitive key parts (matched
@@ -216,6 +226,18 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 	}
 	b = append(b, `,"result_bytes":`...)
 	b = strconv.AppendInt(b, int64(r.ResultBytes), 10)
+	if r.Retries != 0 {
+		b = append(b, `,"retries":`...)
+		b = strconv.AppendInt(b, int64(r.Retries), 10)
+	}
+	if r.Fallback != "" {
+		b = append(b, `,"fallback":`...)
+		b = appendString(b, r.Fallback)
+	}
+	if r.FallbackFor != "" {
+		b = append(b, `,"fallback_for":`...)
+		b = appendString(b, r.FallbackFor)
+	}
 	return append(b, "}\n"...)
 }
 

@@ -16,23 +16,44 @@ import (
 
 // call is CallTool in the view of profile ("" for none).
 func (h *Host) call(ctx context.Context, profile, name string, args any) (res *mcp.CallToolResult, err error) {
+	return h.callAs(ctx, profile, name, args, "")
+}
+
+// callAs is call; fallbackFor names the tool this call is the fallback of
+// (a fallback's own fallback is not followed).
+func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallbackFor string) (res *mcp.CallToolResult, err error) {
 	h.mu.RLock()
 	e, ok := h.tools[name]
-	vw := h.views[profile]
 	closed := h.closed
 	h.mu.RUnlock()
 	if closed {
 		return nil, ErrClosed
 	}
+	if !ok {
+		// Perhaps a tool of a lazy backend that has not started yet.
+		h.ensureStarted(ctx)
+		h.mu.RLock()
+		e, ok = h.tools[name]
+		h.mu.RUnlock()
+	}
+	h.mu.RLock()
+	vw := h.views[profile]
+	h.mu.RUnlock()
 
 	var rec *AuditRecord
 	var start time.Time
-	var invalid string // the validation message of invalid arguments
+	var invalid string   // the validation message of invalid arguments
+	var primaryErr error // the error that made the call use its fallback
 	if h.audit.enabled() {
 		start = time.Now()
-		rec = &AuditRecord{Time: start.UTC(), Profile: profile, Tool: name, Decision: "none"}
+		rec = &AuditRecord{Time: start.UTC(), Profile: profile, Tool: name, Decision: "none", FallbackFor: fallbackFor}
 		defer func() {
 			rec.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+			if rec.Fallback != "" {
+				// This call's own outcome; the fallback has its record.
+				h.finish(rec, nil, primaryErr, "")
+				return
+			}
 			h.finish(rec, res, err, invalid)
 		}()
 	}
@@ -80,7 +101,7 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 	}
 	if vw.prof != nil {
 		for _, r := range vw.prof.Requires {
-			if ok, lastErr := h.byName[r].ready(); !ok {
+			if down, lastErr := h.byName[r].down(); down {
 				return nil, fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready (see toolhost status): %w", name, ErrRequiredBackend, profile, r, lastErr)
 			}
 		}
@@ -106,15 +127,22 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 		}
 	}
 
-	if ok, lastErr := e.b.ready(); !ok {
-		return nil, fmt.Errorf("%s: %w: backend %q: %w", name, ErrBackendUnavailable, e.b.name, lastErr)
-	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, e.b.timeout)
 	defer cancel()
-	res, err = e.b.tr.CallTool(ctx, &mcp.CallToolParams{Name: e.name, Arguments: json.RawMessage(raw)})
+	var retries int
+	res, retries, err = h.invoke(ctx, e, name, raw)
+	if rec != nil {
+		rec.Retries = retries
+	}
 	if err != nil {
-		if errors.Is(err, transport.ErrConnectionLost) || errors.Is(err, transport.ErrProtocol) {
-			e.b.set(StateFailed, err)
+		if fb := h.fallback(name, fallbackFor, err); fb != "" {
+			e.b.logger.Warn("call failed; using its fallback", "tool", name, "fallback", fb, "error", err)
+			primaryErr = fmt.Errorf("%s: %w", name, err)
+			if rec != nil {
+				rec.Fallback = fb
+			}
+			return h.callAs(parent, profile, fb, json.RawMessage(raw), name)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -173,6 +201,8 @@ func (h *Host) finish(rec *AuditRecord, res *mcp.CallToolResult, err error, inva
 			rec.Outcome = OutcomeUnknownTool
 		case errors.Is(err, ErrToolNotAllowed):
 			rec.Outcome = OutcomeDenied
+		case errors.Is(err, ErrCircuitOpen):
+			rec.Outcome = OutcomeCircuitOpen
 		case errors.Is(err, ErrInvalidArguments):
 			rec.Outcome = OutcomeInvalidArguments
 		case errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded):

@@ -67,6 +67,21 @@ var (
 	// never truncated; the backend stays usable.
 	ErrOutputTooLarge = transport.ErrOutputTooLarge
 
+	// ErrCircuitOpen: the circuit breaker of the tool's backend, or of the
+	// tool itself, is open after consecutive failures (circuit_breaker,
+	// default 5 failures, 60s cooldown): the call failed fast without
+	// reaching the backend. The error is a *CircuitOpenError saying when a
+	// trial call is let through again.
+	ErrCircuitOpen = errors.New("circuit open")
+
+	// ErrUnknownBackend: Host.Restart was given a name that is not a
+	// [servers.NAME] or [plugins.NAME].
+	ErrUnknownBackend = errors.New("unknown backend")
+
+	// ErrUnhealthy is joined to a backend's last error when it was
+	// restarted because health_threshold consecutive health checks failed.
+	ErrUnhealthy = errors.New("backend unhealthy")
+
 	// ErrAudit: the audit log ([host] audit_log) cannot be opened for
 	// appending. Returned by New: the host fails closed at start-up (a
 	// write failure later is logged and counted, see Host.AuditFailures).

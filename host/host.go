@@ -57,18 +57,11 @@ type Options struct {
 	// records [host] audit_log gets), synchronously, before the call returns.
 	// It must not block for long and must be safe for concurrent use.
 	Audit func(AuditRecord)
+
+	// Events, when set, receives every Event from the start of New on, as
+	// a Host.Subscribe callback does (in order, on a goroutine of its own).
+	Events func(Event)
 }
-
-// State is a backend's lifecycle state.
-type State string
-
-// Backend states.
-const (
-	StateStarting State = "starting" // Connect in progress
-	StateReady    State = "ready"    // connected; its tools are in the catalogue
-	StateFailed   State = "failed"   // failed to start or lost; see LastError
-	StateClosed   State = "closed"   // the Host was closed
-)
 
 // Kinds of backend, as reported in Status.
 const (
@@ -101,61 +94,6 @@ type Resource struct {
 	Backend string
 }
 
-// BackendStatus is a snapshot of one backend.
-type BackendStatus struct {
-	Name      string    `json:"name"`
-	Kind      string    `json:"kind"`
-	State     State     `json:"state"`
-	Tools     int       `json:"tools"`
-	Pid       int       `json:"pid,omitempty"`
-	Server    string    `json:"server,omitempty"` // serverInfo name and version
-	Since     time.Time `json:"since"`            // when State was entered
-	LastError string    `json:"last_error,omitempty"`
-	// Err is the last error itself, for errors.Is (transport.ErrStart,
-	// transport.ErrInitialize, ...).
-	Err error `json:"-"`
-}
-
-type backend struct {
-	name    string
-	kind    string
-	prefix  string
-	timeout time.Duration
-	tr      transport.Transport
-	logger  hclog.Logger
-
-	mu      sync.Mutex
-	state   State
-	since   time.Time
-	lastErr error
-	init    *mcp.InitializeResult
-	tools   []*mcp.Tool
-
-	// From the configuration: tools and deny_tools, and the cap on a
-	// result's JSON encoding that the host checks (servers only: the
-	// sandbox enforces a plugin's own).
-	allow, deny []config.Rule
-	maxOutput   int
-}
-
-func (b *backend) set(state State, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state == StateClosed {
-		return
-	}
-	b.state, b.since = state, time.Now()
-	if err != nil {
-		b.lastErr = err
-	}
-}
-
-func (b *backend) ready() (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state == StateReady, b.lastErr
-}
-
 type entry struct {
 	b    *backend
 	name string // backend's own name
@@ -178,6 +116,18 @@ type Host struct {
 	// noValidate turns argument and output validation off (benchmarks).
 	noValidate bool
 
+	// Supervision: ctx is cancelled and stop closed by Close; wg counts
+	// the supervisors and the transports they close in the background.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	rebuildMu sync.Mutex // serialises catalogue rebuilds
+
+	subMu     sync.Mutex
+	subs      []*subscriber
+	subClosed bool
+
 	mu       sync.RWMutex
 	tools    map[string]entry // catalogue name -> entry
 	names    []string         // sorted catalogue names
@@ -187,29 +137,35 @@ type Host struct {
 	closeMu  sync.Mutex
 }
 
-// New builds a backend for every server and plugin in cfg, connects them all
-// concurrently, and builds the catalogue. It waits for every backend to be
-// ready or failed (each bounded by Options.StartupTimeout and ctx).
+// New builds a backend for every server and plugin in cfg, starts a
+// supervisor for each (see Host.Status for what it tracks) and builds the
+// catalogue. It waits until every eager backend is ready or its first
+// attempt has failed, each bounded by its startup_timeout
+// (Options.StartupTimeout overrides it), or until ctx is done; lazy
+// backends start on first use. A backend still starting when New returns
+// joins the catalogue when it is ready (an EventCatalogue tells).
 //
-// A backend that fails does not fail New: it is reported by Status. New
-// returns an error only when the catalogue itself is invalid: two tools that
-// map to the same name (ErrNameCollision, naming both sources), a backend
-// that cannot be built from cfg, or an audit log that cannot be opened
-// (ErrAudit). On error, everything started is stopped.
+// A backend that fails does not fail New: it is restarted by policy and
+// reported by Status. New returns an error only when the catalogue itself
+// is invalid: two tools that map to the same name (ErrNameCollision, naming
+// both sources), a backend that cannot be built from cfg, or an audit log
+// that cannot be opened (ErrAudit). On error, everything started is stopped.
 func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
-	h := &Host{cfg: cfg, byName: map[string]*backend{}}
+	h := &Host{cfg: cfg, byName: map[string]*backend{}, stop: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if opts != nil {
 		h.opts = *opts
-	}
-	if h.opts.StartupTimeout <= 0 {
-		h.opts.StartupTimeout = DefaultStartupTimeout
 	}
 	h.logger = h.opts.Logger
 	if h.logger == nil {
 		h.logger = hclog.NewNullLogger()
 	}
+	if h.opts.Events != nil {
+		h.Subscribe(h.opts.Events)
+	}
 	a, err := newAuditor(cfg, h.opts.Audit, h.logger)
 	if err != nil {
+		h.cancel()
 		return nil, err
 	}
 	h.audit = a
@@ -218,20 +174,49 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 		h.Close()
 		return nil, err
 	}
-	var wg sync.WaitGroup
+	h.mu.Lock()
+	h.views = h.buildViews(nil, nil)
+	h.mu.Unlock()
 	for _, b := range h.backends {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h.start(ctx, b)
-		}()
+		h.wg.Add(1)
+		go h.supervise(b)
 	}
-	wg.Wait()
-	if err := h.rebuild(); err != nil {
+	for _, b := range h.backends {
+		select {
+		case <-b.firstDone:
+		case <-ctx.Done():
+		}
+	}
+	h.rebuildMu.Lock()
+	err = h.rebuild(true)
+	h.rebuildMu.Unlock()
+	if err != nil {
 		h.Close()
 		return nil, err
 	}
+	for _, p := range h.ToolOptionProblems() {
+		h.logger.Warn(p)
+	}
 	return h, nil
+}
+
+// ToolOptionProblems lists the [tools.NAME] tables that name a tool, or a
+// fallback, that is not in the catalogue now (a typo, or a backend that is
+// not up). toolhost check prints them.
+func (h *Host) ToolOptionProblems() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []string
+	for _, name := range sortedKeys(h.cfg.Tools) {
+		t := h.cfg.Tools[name]
+		if _, ok := h.tools[name]; !ok {
+			out = append(out, fmt.Sprintf("[tools.%s] (line %d): no tool %q in the catalogue", name, t.Line, name))
+		}
+		if _, ok := h.tools[t.Fallback]; t.Fallback != "" && !ok {
+			out = append(out, fmt.Sprintf("[tools.%s] (line %d): fallback %q is not in the catalogue", name, t.Line, t.Fallback))
+		}
+	}
+	return out
 }
 
 func (h *Host) callTimeout(own config.Duration) time.Duration {
@@ -255,9 +240,12 @@ func prefixOf(name string, p *string) string {
 func (h *Host) build() error {
 	for _, name := range sortedKeys(h.cfg.Servers) {
 		s := h.cfg.Servers[name]
-		b := &backend{name: name, prefix: prefixOf(name, s.Prefix), timeout: h.callTimeout(s.Timeout),
-			logger: h.logger.Named(name), state: StateStarting, since: time.Now(),
-			allow: s.ToolRules, deny: s.DenyToolRules, maxOutput: int(s.MaxOutput)}
+		kind := KindHTTP
+		if s.IsStdio() {
+			kind = KindStdio
+		}
+		b := newBackend(name, kind, prefixOf(name, s.Prefix), h.callTimeout(s.Timeout), h.logger.Named(name), s.Supervision)
+		b.allow, b.deny, b.maxOutput = s.ToolRules, s.DenyToolRules, int(s.MaxOutput)
 		if b.maxOutput <= 0 {
 			b.maxOutput = config.DefaultMaxOutput
 		}
@@ -272,12 +260,15 @@ func (h *Host) build() error {
 				// file, like every other path in it.
 				command = filepath.Join(h.cfg.Dir, command)
 			}
-			b.kind = KindStdio
-			b.tr = transport.NewStdio(transport.Command{Path: command, Args: s.Args, Env: s.Env, InheritEnv: inherit, Dir: s.Cwd},
-				&transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace})
+			cmd := transport.Command{Path: command, Args: s.Args, Env: s.Env, InheritEnv: inherit, Dir: s.Cwd}
+			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
+				return transport.NewStdio(cmd, &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange})
+			}
 		} else {
-			b.kind = KindHTTP
-			b.tr = transport.NewHTTP(s.URL, &transport.HTTPOptions{Headers: s.Headers, Logger: b.logger})
+			url, headers := s.URL, s.Headers
+			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
+				return transport.NewHTTP(url, &transport.HTTPOptions{Headers: headers, Logger: b.logger, OnListChanged: onChange})
+			}
 		}
 		h.add(b)
 	}
@@ -304,28 +295,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// start connects b and lists its tools.
-func (h *Host) start(ctx context.Context, b *backend) {
-	ctx, cancel := context.WithTimeout(ctx, h.opts.StartupTimeout)
-	defer cancel()
-	t0 := time.Now()
-	init, err := b.tr.Connect(ctx)
-	if err == nil {
-		var tools []*mcp.Tool
-		tools, err = b.tr.ListTools(ctx)
-		b.mu.Lock()
-		b.init, b.tools = init, tools
-		b.mu.Unlock()
-	}
-	if err != nil {
-		b.logger.Error("backend failed to start", "error", err)
-		b.set(StateFailed, err)
-		return
-	}
-	b.logger.Info("backend ready", "tools", len(b.tools), "elapsed", time.Since(t0).Round(time.Millisecond))
-	b.set(StateReady, nil)
-}
-
 var invalidNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
 // catalogueName maps a backend tool name to its catalogue name: prefix +
@@ -341,18 +310,22 @@ func catalogueName(prefix, name string) string {
 	return full
 }
 
-// rebuild recomputes the catalogue from the ready backends' tool lists: it
-// leaves out the tools a backend's tools/deny_tools exclude and those whose
-// schemas do not compile, and decides every tool for every profile.
-func (h *Host) rebuild() error {
+// rebuild recomputes the catalogue from the tool lists of every backend
+// that has started at least once (a backend restarting or stopped for
+// idleness keeps its tools; calls wait for it): it leaves out the tools a
+// backend's tools/deny_tools exclude and those whose schemas do not
+// compile, and decides every tool for every profile. A name collision is an
+// error when strict (New); otherwise the later tool is left out and logged.
+// The caller holds rebuildMu.
+func (h *Host) rebuild(strict bool) error {
 	tools := map[string]entry{}
 	var excluded []Excluded
 	var errs []error
 	for _, b := range h.backends {
 		b.mu.Lock()
-		list, state := b.tools, b.state
+		list, known, state := b.tools, b.known, b.state
 		b.mu.Unlock()
-		if state != StateReady {
+		if !known || state == StateClosed {
 			continue
 		}
 		for _, t := range list {
@@ -366,8 +339,10 @@ func (h *Host) rebuild() error {
 				b.logger.Warn("tool name rewritten to fit ^[A-Za-z0-9_-]{1,64}$", "tool", t.Name, "name", name)
 			}
 			if prev, ok := tools[name]; ok {
-				errs = append(errs, fmt.Errorf("%w: %q is both %s's tool %q and %s's tool %q; set prefix on one of the backends",
-					ErrNameCollision, name, prev.b.name, prev.name, b.name, t.Name))
+				err := fmt.Errorf("%w: %q is both %s's tool %q and %s's tool %q; set prefix on one of the backends",
+					ErrNameCollision, name, prev.b.name, prev.name, b.name, t.Name)
+				errs = append(errs, err)
+				excluded = append(excluded, Excluded{Backend: b.name, Tool: t.Name, Reason: err.Error()})
 				continue
 			}
 			in, err := compileSchema(name, "inputSchema", t.InputSchema)
@@ -385,7 +360,7 @@ func (h *Host) rebuild() error {
 			tools[name] = entry{b: b, name: t.Name, tool: &cp, in: in, out: out}
 		}
 	}
-	if len(errs) > 0 {
+	if len(errs) > 0 && strict {
 		return errors.Join(errs...)
 	}
 	names := sortedKeys(tools)
@@ -393,14 +368,17 @@ func (h *Host) rebuild() error {
 	h.mu.Lock()
 	h.tools, h.names, h.views, h.excluded = tools, names, views, excluded
 	h.mu.Unlock()
-	return nil
+	return errors.Join(errs...)
 }
 
 // Tools returns the catalogue as the global [policy] allows it, sorted by
 // name. Each Tool's definition is a copy; callers may keep and modify it.
-func (h *Host) Tools(ctx context.Context) ([]Tool, error) { return h.viewTools("") }
+// Lazy backends that have not started yet are started first (within ctx).
+// The tools of a failed backend are not listed.
+func (h *Host) Tools(ctx context.Context) ([]Tool, error) { return h.viewTools(ctx, "") }
 
-func (h *Host) viewTools(profile string) ([]Tool, error) {
+func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
+	h.ensureStarted(ctx)
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
@@ -410,6 +388,9 @@ func (h *Host) viewTools(profile string) ([]Tool, error) {
 	out := make([]Tool, 0, len(vw.names))
 	for _, n := range vw.names {
 		e := h.tools[n]
+		if !e.b.listed() {
+			continue
+		}
 		cp := *e.tool
 		out = append(out, Tool{Tool: &cp, Backend: e.b.name, BackendTool: e.name})
 	}
@@ -498,7 +479,7 @@ func (h *Host) Prompts(ctx context.Context) ([]Prompt, error) {
 	var out []Prompt
 	for _, b := range h.readyBackends() {
 		var ps []*mcp.Prompt
-		err := bounded(ctx, b, func(ctx context.Context) (err error) { ps, err = b.tr.ListPrompts(ctx); return })
+		err := bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) { ps, err = tr.ListPrompts(ctx); return })
 		if err != nil {
 			if !errors.Is(err, transport.ErrUnsupported) {
 				b.logger.Warn("prompts/list failed", "error", err)
@@ -525,8 +506,8 @@ func (h *Host) GetPrompt(ctx context.Context, name string, args map[string]strin
 	for _, p := range ps {
 		if p.Name == name {
 			b := h.byName[p.Backend]
-			err = bounded(ctx, b, func(ctx context.Context) (err error) {
-				res, err = b.tr.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.BackendPrompt, Arguments: args})
+			err = bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) {
+				res, err = tr.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.BackendPrompt, Arguments: args})
 				return
 			})
 			return res, err
@@ -540,7 +521,7 @@ func (h *Host) Resources(ctx context.Context) ([]Resource, error) {
 	var out []Resource
 	for _, b := range h.readyBackends() {
 		var rs []*mcp.Resource
-		err := bounded(ctx, b, func(ctx context.Context) (err error) { rs, err = b.tr.ListResources(ctx); return })
+		err := bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) { rs, err = tr.ListResources(ctx); return })
 		if err != nil {
 			if !errors.Is(err, transport.ErrUnsupported) {
 				b.logger.Warn("resources/list failed", "error", err)
@@ -561,21 +542,25 @@ func (h *Host) ReadResource(ctx context.Context, backend, uri string) (res *mcp.
 	if !ok {
 		return nil, fmt.Errorf("%w: no backend %q", ErrBackendUnavailable, backend)
 	}
-	if ok, lastErr := b.ready(); !ok {
-		return nil, fmt.Errorf("%w: backend %q: %w", ErrBackendUnavailable, backend, lastErr)
-	}
-	err = bounded(ctx, b, func(ctx context.Context) (err error) {
-		res, err = b.tr.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	err = bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) {
+		res, err = tr.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		return
 	})
 	return res, err
 }
 
-// bounded runs f with ctx bounded by the backend's call timeout.
-func bounded(ctx context.Context, b *backend, f func(context.Context) error) error {
+// bounded runs f on b's transport (waiting for it as a call does) with ctx
+// bounded by the backend's call timeout.
+func bounded(ctx context.Context, b *backend, f func(context.Context, transport.Transport) error) error {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	return f(ctx)
+	tr, gen, err := b.conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = f(ctx, tr)
+	b.release(gen, err)
+	return err
 }
 
 func (h *Host) readyBackends() []*backend {
@@ -588,33 +573,10 @@ func (h *Host) readyBackends() []*backend {
 	return out
 }
 
-// Status returns a snapshot of every backend, sorted by name.
-func (h *Host) Status() []BackendStatus {
-	out := make([]BackendStatus, 0, len(h.backends))
-	for _, b := range h.backends {
-		b.mu.Lock()
-		st := BackendStatus{Name: b.name, Kind: b.kind, State: b.state, Since: b.since, Tools: len(b.tools)}
-		if b.state != StateReady {
-			st.Tools = 0
-		}
-		if b.lastErr != nil {
-			st.Err, st.LastError = b.lastErr, b.lastErr.Error()
-		}
-		if b.init != nil && b.init.ServerInfo != nil {
-			st.Server = strings.TrimSpace(b.init.ServerInfo.Name + " " + b.init.ServerInfo.Version)
-		}
-		b.mu.Unlock()
-		if p, ok := b.tr.(interface{ Pid() int }); ok {
-			st.Pid = p.Pid()
-		}
-		out = append(out, st)
-	}
-	return out
-}
-
-// Close closes every backend concurrently and waits until all their
-// goroutines and child processes are gone. It is idempotent and safe to call
-// from any goroutine; calls after the first return nil.
+// Close stops every supervisor, closes every backend concurrently and waits
+// until all their goroutines and child processes are gone, then stops event
+// delivery. It is idempotent and safe to call from any goroutine; calls
+// after the first return nil.
 func (h *Host) Close() error {
 	h.closeMu.Lock()
 	defer h.closeMu.Unlock()
@@ -625,19 +587,29 @@ func (h *Host) Close() error {
 	}
 	h.closed = true
 	h.mu.Unlock()
+	close(h.stop)
+	h.cancel()
+	// Supervisors return (an attempt in progress is cancelled), and the
+	// transports they were closing are closed.
+	h.wg.Wait()
 	var wg sync.WaitGroup
 	errs := make([]error, len(h.backends))
 	for i, b := range h.backends {
+		b.mu.Lock()
+		tr := b.tr
+		b.tr = nil
+		b.mu.Unlock()
+		h.setState(b, StateClosed, nil)
+		if tr == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := b.tr.Close(); err != nil {
+			if err := tr.Close(); err != nil {
 				errs[i] = fmt.Errorf("closing %s: %w", b.name, err)
 				b.logger.Warn("close", "error", err)
 			}
-			b.mu.Lock()
-			b.state, b.since = StateClosed, time.Now()
-			b.mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -646,5 +618,6 @@ func (h *Host) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	h.closeSubscribers()
 	return errors.Join(errs...)
 }

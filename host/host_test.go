@@ -76,6 +76,35 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 	return b.String()
 }
 
+// waitState waits up to 5s for backend name to reach state and returns its
+// status.
+func waitState(t testing.TB, h *host.Host, name string, state host.State) host.BackendStatus {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := statusOf(h, name)
+		if st.State == state {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: state %s (last error %q), want %s", name, st.State, st.LastError, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitGone waits up to 10s until no process of the group pgid is left.
+func waitGone(t testing.TB, pgid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(transport.GroupMembers(pgid)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d still has %v", pgid, transport.GroupMembers(pgid))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func statusOf(h *host.Host, name string) host.BackendStatus {
 	for _, s := range h.Status() {
 		if s.Name == name {
@@ -88,17 +117,21 @@ func statusOf(h *host.Host, name string) host.BackendStatus {
 const brokenBackends = `
 [servers.missing]
 command = "toolhost-no-such-program"
+max_restarts = 0
 
 [servers.exits]
 command = "@FIXTURE@"
 args = ["-mode=exit-init"]
+max_restarts = 0
 
 [servers.garbage]
 command = "@FIXTURE@"
 args = ["-mode=garbage"]
+max_restarts = 0
 
 [servers.deadhttp]
 url = "http://127.0.0.1:1/mcp"
+max_restarts = 0
 `
 
 // TestBrokenBackendsDoNotBreakOthers: backends that fail to start in four
@@ -163,6 +196,7 @@ timeout = "300ms"
 
 [servers.crashy]
 command = "@FIXTURE@"
+max_restarts = 0
 `)
 	ctx := context.Background()
 
@@ -221,17 +255,15 @@ command = "@FIXTURE@"
 		if !errors.Is(err, host.ErrConnectionLost) {
 			t.Fatalf("got %v, want ErrConnectionLost", err)
 		}
-		st := statusOf(h, "crashy")
-		if st.State != host.StateFailed || !strings.Contains(st.LastError, "status 7") {
+		st := waitState(t, h, "crashy", host.StateFailed)
+		if !strings.Contains(st.LastError, "status 7") {
 			t.Errorf("status after crash: %+v", st)
 		}
 		_, err = h.CallTool(ctx, "crashy__echo", map[string]any{"text": "x"})
 		if !errors.Is(err, host.ErrBackendUnavailable) {
 			t.Errorf("call to a crashed backend: %v, want ErrBackendUnavailable", err)
 		}
-		if left := transport.GroupMembers(pid); len(left) > 0 {
-			t.Errorf("crashed server's group still has %v", left)
-		}
+		waitGone(t, pid)
 		// Other backends are unaffected.
 		if res, err := h.CallTool(ctx, "fixture__echo", map[string]any{"text": "alive"}); err != nil || text(t, res) != "alive" {
 			t.Fatalf("other backend after crash: %v %v", res, err)

@@ -2,9 +2,9 @@ package host
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/transport"
 )
 
 // buildPlugins creates one sandbox.Engine (one on-disk compilation cache) for
@@ -18,10 +18,13 @@ func (h *Host) buildPlugins() error {
 	h.closers = append(h.closers, eng.Close)
 	for _, name := range sortedKeys(h.cfg.Plugins) {
 		p := h.cfg.Plugins[name]
-		b := &backend{name: name, kind: KindPlugin, prefix: prefixOf(name, p.Prefix), timeout: h.callTimeout(p.Timeout),
-			logger: h.logger.Named(name), state: StateStarting, since: time.Now(),
-			allow: p.ToolRules, deny: p.DenyToolRules}
-		b.tr = eng.Plugin(p, &sandbox.PluginOptions{DefaultTimeout: b.timeout, Logger: b.logger})
+		b := newBackend(name, KindPlugin, prefixOf(name, p.Prefix), h.callTimeout(p.Timeout), h.logger.Named(name), p.Supervision)
+		b.allow, b.deny = p.ToolRules, p.DenyToolRules
+		// A plugin has no list_changed: its tool list is fixed by its
+		// module.
+		b.newTr = func(func(transport.ListKind)) transport.Transport {
+			return eng.Plugin(p, &sandbox.PluginOptions{DefaultTimeout: b.timeout, Logger: b.logger})
+		}
 		h.add(b)
 	}
 	return nil

@@ -128,7 +128,7 @@ func (h *Host) Profile(name string) (*View, error) {
 func (v *View) Name() string { return v.name }
 
 // Tools returns the tools of the view, sorted by name (see Host.Tools).
-func (v *View) Tools(ctx context.Context) ([]Tool, error) { return v.h.viewTools(v.name) }
+func (v *View) Tools(ctx context.Context) ([]Tool, error) { return v.h.viewTools(ctx, v.name) }
 
 // CallTool calls a tool of the view (see Host.CallTool). A catalogue tool
 // outside the view is refused with a *ToolNotAllowedError (ErrToolNotAllowed)

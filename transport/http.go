@@ -45,10 +45,10 @@ type HTTPOptions struct {
 // returned as ErrConnectionLost.
 type HTTP struct {
 	ops
-	url    string
-	client *http.Client
-	rt     *headerTransport
-	logger hclog.Logger
+	url      string
+	client   *http.Client
+	rt       *headerTransport
+	logger   hclog.Logger
 	onChange func(ListKind)
 
 	mu        sync.Mutex

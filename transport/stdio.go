@@ -150,6 +150,12 @@ func (s *Stdio) Done() <-chan struct{} {
 	return s.done
 }
 
+// Lost implements Watcher: why the session ended (the exit status and the
+// last stderr lines, a closed stdout, or the protocol violation).
+func (s *Stdio) Lost() error {
+	return s.fault(context.Background(), mcp.ErrConnectionClosed)
+}
+
 func (s *Stdio) Pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

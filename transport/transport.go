@@ -149,4 +149,7 @@ const (
 // ended for any reason, Close included; it is nil before Connect.
 type Watcher interface {
 	Done() <-chan struct{}
+	// Lost explains why the connection ended, once Done is closed (it
+	// wraps ErrConnectionLost, ErrProtocol or ErrClosed).
+	Lost() error
 }

@@ -43,7 +43,7 @@ Commands:
                                  list the catalogue of tools (as the policy, or a profile, allows)
   call NAME [--args JSON] [--profile NAME] [--json]
                                  call a tool and print its result
-  status [--json]                start every backend and show its state
+  status [--json] [--watch D]    start every backend and show its state (every D until interrupted)
   check [--profile NAME]         validate the configuration and show what would load;
                                  with --profile, start the backends and show the profile's
                                  catalogue and the rule that excludes each other tool
@@ -171,8 +171,8 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 		}
 	}()
 	for _, st := range h.Status() {
-		if st.State == host.StateFailed {
-			fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start: %s\n", st.Name, st.LastError)
+		if st.State == host.StateFailed || st.State == host.StateRestarting {
+			fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, st.LastError)
 		}
 	}
 	return f(ctx, h)
@@ -342,26 +342,61 @@ func printResult(w io.Writer, res *mcp.CallToolResult) {
 func (c *cli) status(args []string) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return c.usageError("usage: toolhost status [--json]")
+	watch := fs.Duration("watch", 0, "")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 || *watch < 0 {
+		return c.usageError("usage: toolhost status [--json] [--watch INTERVAL]")
 	}
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
-		st := h.Status()
-		if *asJSON {
-			return c.printJSON(st)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "BACKEND\tKIND\tSTATE\tTOOLS\tPID\tSERVER\tLAST ERROR")
-		for _, s := range st {
-			pid := "-"
-			if s.Pid > 0 {
-				pid = fmt.Sprint(s.Pid)
+		for {
+			st := h.Status()
+			if *asJSON {
+				if code := c.printJSON(st); code != exitOK {
+					return code
+				}
+			} else {
+				printStatus(c.stdout, st)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, s.Tools, pid, dash(s.Server), dash(firstLine(s.LastError, 100)))
+			if *watch == 0 {
+				return exitOK
+			}
+			select {
+			case <-ctx.Done():
+				return exitOK
+			case <-time.After(*watch):
+				if !*asJSON {
+					fmt.Fprintln(c.stdout)
+				}
+			}
 		}
-		tw.Flush()
-		return exitOK
 	})
+}
+
+// printStatus prints one line per backend.
+func printStatus(w io.Writer, st []host.BackendStatus) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND\tKIND\tSTATE\tPID\tUPTIME\tRESTARTS\tHEALTH\tCIRCUIT\tTOOLS\tLAST ERROR")
+	for _, s := range st {
+		pid, uptime := "-", "-"
+		if s.Pid > 0 {
+			pid = fmt.Sprint(s.Pid)
+		}
+		if s.State == host.StateReady {
+			uptime = (time.Duration(s.UptimeSeconds * float64(time.Second))).Round(time.Second).String()
+		}
+		if s.State == host.StateRestarting {
+			uptime = "next in " + time.Until(s.NextRestart).Round(100*time.Millisecond).String()
+		}
+		health := s.Health
+		if s.HealthFailures > 0 {
+			health = fmt.Sprintf("%s (%d)", health, s.HealthFailures)
+		}
+		circuit := s.Circuit
+		if len(s.OpenTools) > 0 {
+			circuit += fmt.Sprintf(" (%d tools open)", len(s.OpenTools))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Kind, s.State, pid, uptime, s.Restarts, health, circuit, s.Tools, dash(firstLine(s.LastError, 100)))
+	}
+	tw.Flush()
 }
 
 func dash(s string) string {
@@ -413,6 +448,17 @@ func (c *cli) check(args []string) int {
 		fmt.Fprintf(tw, "%s\twasm\t%s\t%s\t%s\n", n, prefixText(n, p.Prefix), effective(p.Timeout, cfg.Host.CallTimeout), p.Path)
 	}
 	tw.Flush()
+	for _, n := range sortedNames(cfg.Tools) {
+		t := cfg.Tools[n]
+		var opts []string
+		if t.Retry {
+			opts = append(opts, "retried when the backend fails it (retry = true)")
+		}
+		if t.Fallback != "" {
+			opts = append(opts, "falls back to "+t.Fallback)
+		}
+		fmt.Fprintf(c.stdout, "tool %s: %s\n", n, dash(strings.Join(opts, "; ")))
+	}
 	if *profile == "" {
 		return exitOK
 	}
@@ -430,6 +476,9 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 		return exitUsage
 	}
 	code := exitOK
+	for _, msg := range h.ToolOptionProblems() {
+		fmt.Fprintf(c.stdout, "warning: %s\n", msg)
+	}
 	p := cfg.Profiles[profile]
 	fmt.Fprintf(c.stdout, "\nprofile %s\n", profile)
 	st := map[string]host.BackendStatus{}

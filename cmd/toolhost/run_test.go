@@ -37,6 +37,7 @@ deny_tools = ["crash"]
 
 [servers.broken]
 command = "toolhost-no-such-program"
+max_restarts = 0
 
 [policy]
 deny = ["fixture__sleep", "fixture__big*"]

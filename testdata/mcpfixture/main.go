@@ -18,6 +18,18 @@
 //	hang        read stdin but never answer
 //	ignore-term ignore SIGTERM (Close must escalate to SIGKILL)
 //	spawn       start a grandchild "sleep" in the same process group
+//
+// With -once FILE the -mode fault applies only to the first process started
+// with that FILE (it creates it), so a restarted server comes up healthy.
+//
+// -faults adds tools that inject a fault while serving, for supervision
+// tests: freeze (the process stops itself with SIGSTOP: nothing answers
+// any more), garbage (writes a line that is not JSON-RPC to stdout),
+// close_stdout (closes stdout and keeps running), hang (never answers, ignoring
+// cancellation), add_tool / remove_tool (change the tool list, which sends
+// notifications/tools/list_changed) and stats (calls served and calls
+// cancelled by the client, as structured content). -crash-after N exits
+// the process with status 9 when the (N+1)th tools/call arrives.
 package main
 
 import (
@@ -33,6 +45,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,7 +86,88 @@ type nestedArgs struct {
 	Tags []string `json:"tags,omitempty"`
 }
 
-var extra = flag.Bool("extra", false, "add the tools nested, badout, badschema and delete_all")
+var (
+	extra      = flag.Bool("extra", false, "add the tools nested, badout, badschema and delete_all")
+	faults     = flag.Bool("faults", false, "add the fault tools freeze, garbage, close_stdout, hang, add_tool, remove_tool, stats")
+	crashAfter = flag.Int("crash-after", 0, "exit with status 9 when tools/call number N+1 arrives (0: never)")
+
+	calls, cancelled atomic.Int64
+)
+
+type nameArgs struct {
+	Name string `json:"name"`
+}
+
+func addFaults(s *mcp.Server) {
+	text := func(t string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t}}}
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "freeze", Description: "Stop this process with SIGSTOP."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			log.Print("freezing (SIGSTOP)")
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			return text("thawed"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "garbage", Description: "Write a line that is not JSON-RPC to stdout."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			stdoutMu.Lock()
+			fmt.Fprintln(os.Stdout, "oops: this is not JSON-RPC")
+			stdoutMu.Unlock()
+			select {}
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "close_stdout", Description: "Close stdout and keep running."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			log.Print("closing stdout")
+			stdoutMu.Lock()
+			os.Stdout.Close()
+			stdoutMu.Unlock()
+			select {}
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answer, even when cancelled."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			select {}
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Add a tool that echoes its name."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in nameArgs) (*mcp.CallToolResult, any, error) {
+			name := in.Name
+			s.AddTool(&mcp.Tool{Name: name, Description: "Added at run time.", InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text(name), nil })
+			return text("added " + name), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "remove_tool", Description: "Remove a tool."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in nameArgs) (*mcp.CallToolResult, any, error) {
+			s.RemoveTools(in.Name)
+			return text("removed " + in.Name), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "stats", Description: "Calls served and calls cancelled by the client."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]int64, error) {
+			return nil, map[string]int64{"calls": calls.Load(), "cancelled": cancelled.Load(), "pid": int64(os.Getpid())}, nil
+		})
+}
+
+// count counts tool calls (and crashes on request, see -crash-after) and
+// the calls whose handler saw the client cancel them.
+func count(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		n := calls.Add(1)
+		if *crashAfter > 0 && n > int64(*crashAfter) {
+			log.Printf("crashing at call %d as asked (-crash-after %d)", n, *crashAfter)
+			os.Exit(9)
+		}
+		res, err := next(ctx, method, req)
+		if ctx.Err() != nil {
+			cancelled.Add(1)
+			log.Printf("call %d cancelled by the client", n)
+		}
+		return res, err
+	}
+}
+
+// stdoutMu keeps the fault tools' writes to stdout from splitting a message.
+var stdoutMu sync.Mutex
 
 func addExtra(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "nested", Description: "Greet a user given as a nested object."},
@@ -98,8 +193,12 @@ func addExtra(s *mcp.Server) {
 
 func newServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, nil)
+	s.AddReceivingMiddleware(count)
 	if *extra {
 		addExtra(s)
+	}
+	if *faults {
+		addFaults(s)
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
@@ -150,7 +249,16 @@ func newServer() *mcp.Server {
 func main() {
 	mode := flag.String("mode", "", "fault to inject: garbage, exit-init, hang, ignore-term, spawn")
 	httpAddr := flag.String("http", "", "serve Streamable HTTP on this address instead of stdio")
+	once := flag.String("once", "", "apply -mode only if this file does not exist yet (and create it)")
 	flag.Parse()
+	if *once != "" && *mode != "" {
+		f, err := os.OpenFile(*once, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			*mode = "" // not the first start: serve normally
+		} else {
+			f.Close()
+		}
+	}
 	log.SetFlags(0)
 	log.SetPrefix("mcpfixture: ")
 	log.Printf("starting (mode=%q)", *mode)
@@ -190,7 +298,7 @@ func main() {
 		}
 		log.Printf("grandchild pid %d", c.Process.Pid)
 	}
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{os.Stdout}}
+	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{lockedWriter{os.Stdout}}}
 	if err := newServer().Run(context.Background(), t); err != nil {
 		log.Printf("server stopped: %v", err)
 	}
@@ -201,5 +309,13 @@ type blockForever struct{}
 func (blockForever) Read([]byte) (int, error) { select {} }
 
 type nopWriteCloser struct{ io.Writer }
+
+type lockedWriter struct{ w io.Writer }
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	stdoutMu.Lock()
+	defer stdoutMu.Unlock()
+	return l.w.Write(p)
+}
 
 func (nopWriteCloser) Close() error { return nil }

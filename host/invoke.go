@@ -1,0 +1,118 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/transport"
+)
+
+// Retry delays between attempts of one call (exponential, ±50% jitter),
+// always within the call's deadline.
+const (
+	retryMin = 20 * time.Millisecond
+	retryMax = time.Second
+)
+
+// invoke sends one tool call to e's backend through its circuit breakers:
+// it waits for the backend to be ready (starting it if idle), and sends
+// the call again, after a backoff and within ctx, when the failure never
+// reached the backend (transport.ErrNotSent) or, for a [tools.NAME] with
+// retry = true, when the backend failed it. It returns the number of
+// retries made. Errors: a *CircuitOpenError (ErrCircuitOpen),
+// ErrBackendUnavailable, or the transport's.
+func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte) (*mcp.CallToolResult, int, error) {
+	b := e.b
+	br, tbr := b.breakers(h, name)
+	doneB, err := br.allow(b.name, "")
+	if err != nil {
+		return nil, 0, err
+	}
+	doneT, err := tbr.allow(b.name, name)
+	if err != nil {
+		doneB(false)
+		return nil, 0, err
+	}
+	idempotent := false
+	if t := h.cfg.Tools[name]; t != nil {
+		idempotent = t.Retry
+	}
+	params := &mcp.CallToolParams{Name: e.name, Arguments: json.RawMessage(raw)}
+	var bo *backoff.ExponentialBackOff
+	var res *mcp.CallToolResult
+	retries := 0
+	for {
+		var tr transport.Transport
+		var gen uint64
+		tr, gen, err = b.conn(ctx)
+		if err != nil {
+			break
+		}
+		res, err = tr.CallTool(ctx, params)
+		b.release(gen, err)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		if !errors.Is(err, transport.ErrNotSent) && !(idempotent && countsAsFailure(err)) {
+			break
+		}
+		if bo == nil {
+			bo = &backoff.ExponentialBackOff{InitialInterval: retryMin, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: retryMax}
+			bo.Reset()
+		}
+		wait := bo.NextBackOff()
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			break
+		}
+		b.logger.Debug("retrying call", "tool", name, "after", wait, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		retries++
+	}
+	failed := countsAsFailure(err)
+	doneT(failed)
+	doneB(failed)
+	return res, retries, err
+}
+
+// fallback returns the fallback configured for the tool name when err may
+// be worked around by it (an open circuit, an unavailable backend, or a
+// backend failure left after any retries), and "" otherwise. A fallback
+// call (fallbackFor set) has none.
+func (h *Host) fallback(name, fallbackFor string, err error) string {
+	t := h.cfg.Tools[name]
+	if t == nil || t.Fallback == "" || fallbackFor != "" || errors.Is(err, context.Canceled) {
+		return ""
+	}
+	if !countsAsFailure(err) && !errors.Is(err, ErrCircuitOpen) {
+		return ""
+	}
+	return t.Fallback
+}
+
+// down reports whether b is down for a profile's requires: failed, or
+// waiting to be restarted. (Idle and starting backends are on their way.)
+func (b *backend) down() (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == StateFailed || b.state == StateRestarting {
+		if b.lastErr == nil {
+			return true, fmt.Errorf("backend %s", b.state)
+		}
+		return true, b.lastErr
+	}
+	return false, nil
+}
