@@ -244,7 +244,7 @@ func (h *Host) build() error {
 		if s.IsStdio() {
 			kind = KindStdio
 		}
-		b := newBackend(name, kind, prefixOf(name, s.Prefix), h.callTimeout(s.Timeout), h.logger.Named(name), s.Supervision)
+		b := h.newBackend(name, kind, prefixOf(name, s.Prefix), h.callTimeout(s.Timeout), s.Supervision)
 		b.allow, b.deny, b.maxOutput = s.ToolRules, s.DenyToolRules, int(s.MaxOutput)
 		if b.maxOutput <= 0 {
 			b.maxOutput = config.DefaultMaxOutput

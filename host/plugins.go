@@ -18,7 +18,7 @@ func (h *Host) buildPlugins() error {
 	h.closers = append(h.closers, eng.Close)
 	for _, name := range sortedKeys(h.cfg.Plugins) {
 		p := h.cfg.Plugins[name]
-		b := newBackend(name, KindPlugin, prefixOf(name, p.Prefix), h.callTimeout(p.Timeout), h.logger.Named(name), p.Supervision)
+		b := h.newBackend(name, KindPlugin, prefixOf(name, p.Prefix), h.callTimeout(p.Timeout), p.Supervision)
 		b.allow, b.deny = p.ToolRules, p.DenyToolRules
 		// A plugin has no list_changed: its tool list is fixed by its
 		// module.

@@ -55,12 +55,14 @@ type backend struct {
 	allow, deny []config.Rule
 	maxOutput   int
 
-	startReq   chan struct{}               // buffered 1: start an idle backend
-	faults     chan fault                  // buffered: a call saw the connection fail
-	restartReq chan chan error             // Host.Restart
-	changed    chan listChange             // buffered: a list_changed notification
-	firstDone  chan struct{}               // closed when the first attempt (eager) has ended
-	firstOnce  sync.Once                   //
+	h          *Host
+	startReq   chan struct{}   // buffered 1: start an idle backend
+	lostSig    chan struct{}   // buffered 1: a call detached a lost connection (see lost)
+	checkNow   chan struct{}   // buffered 1: a call timed out; check health now
+	restartReq chan chan error // Host.Restart
+	changed    chan listChange // buffered: a list_changed notification
+	firstDone  chan struct{}   // closed when the first attempt (eager) has ended
+	firstOnce  sync.Once
 	bo         *backoff.ExponentialBackOff // restart delays; supervisor only
 
 	mu          sync.Mutex
@@ -79,7 +81,8 @@ type backend struct {
 	healthAt    time.Time
 	healthFails int
 	healthErr   error
-	traps       int // consecutive calls that trapped (plugins)
+	traps       int   // consecutive calls that trapped (plugins)
+	lost        error // set by a call that detached the connection; the supervisor schedules the restart
 	inflight    int
 	lastUsed    time.Time
 	wake        chan struct{} // closed and replaced on every state change
@@ -87,19 +90,14 @@ type backend struct {
 	toolBr      map[string]*breaker // by catalogue name
 }
 
-type fault struct {
-	gen uint64
-	err error
-}
-
 type listChange struct {
 	gen  uint64
 	kind transport.ListKind
 }
 
-func newBackend(name, kind, prefix string, timeout time.Duration, logger hclog.Logger, sv config.Supervision) *backend {
-	b := &backend{name: name, kind: kind, prefix: prefix, timeout: timeout, logger: logger, sv: sv,
-		startReq: make(chan struct{}, 1), faults: make(chan fault, 8), restartReq: make(chan chan error),
+func (h *Host) newBackend(name, kind, prefix string, timeout time.Duration, sv config.Supervision) *backend {
+	b := &backend{h: h, name: name, kind: kind, prefix: prefix, timeout: timeout, logger: h.logger.Named(name), sv: sv,
+		startReq: make(chan struct{}, 1), lostSig: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), restartReq: make(chan chan error),
 		changed: make(chan listChange, 8), firstDone: make(chan struct{}),
 		state: StateStarting, since: time.Now(), wake: make(chan struct{})}
 	if sv.Start == config.StartLazy {
@@ -126,7 +124,7 @@ func (b *backend) ready() (bool, error) {
 // emits an EventState. It never leaves StateClosed.
 func (h *Host) setState(b *backend, state State, err error) {
 	b.mu.Lock()
-	if b.state == StateClosed || (b.state == state && err == nil) {
+	if b.state == StateClosed || (b.state == state && (err == nil || err == b.lastErr)) {
 		b.mu.Unlock()
 		return
 	}
@@ -202,6 +200,13 @@ func (b *backend) release(gen uint64, err error) {
 		b.traps = 0
 	case errors.Is(err, transport.ErrConnectionLost) || errors.Is(err, transport.ErrProtocol):
 		lost = err
+	case errors.Is(err, transport.ErrTimeout) && b.sv.HealthCheck != config.HealthNone:
+		// A server that stopped answering: find out now rather than at
+		// the next health_interval.
+		select {
+		case b.checkNow <- struct{}{}:
+		default:
+		}
 	case errors.Is(err, sandbox.ErrTrap) || errors.Is(err, sandbox.ErrMemoryLimit):
 		b.traps++
 		if b.traps >= b.sv.HealthThreshold {
@@ -209,12 +214,39 @@ func (b *backend) release(gen uint64, err error) {
 		}
 	}
 	b.mu.Unlock()
-	if lost != nil {
+	if lost == nil {
+		return
+	}
+	// Take the connection out of service now, so the next call waits for
+	// the restart instead of meeting the dead connection; the supervisor
+	// schedules the restart.
+	if tr := b.h.detach(b, gen, lost); tr != nil {
+		b.h.closeAsync(tr)
+		b.mu.Lock()
+		b.lost = lost
+		b.mu.Unlock()
 		select {
-		case b.faults <- fault{gen, lost}:
-		default: // the supervisor has enough to act on
+		case b.lostSig <- struct{}{}:
+		default:
 		}
 	}
+}
+
+// detach takes b's connection gen out of service (b becomes restarting
+// with err) and returns its transport, or nil when gen is no longer b's
+// ready connection (another caller or the supervisor got there first).
+func (h *Host) detach(b *backend, gen uint64, err error) transport.Transport {
+	b.mu.Lock()
+	if b.gen != gen || b.state != StateReady {
+		b.mu.Unlock()
+		return nil
+	}
+	tr := b.tr
+	b.tr = nil
+	b.mu.Unlock()
+	b.logger.Error("backend lost", "error", err)
+	h.setState(b, StateRestarting, err)
+	return tr
 }
 
 // supervise runs b's lifecycle until the host closes: the first start,
@@ -258,16 +290,26 @@ func (h *Host) supervise(b *backend) {
 					retry = h.afterFailure(b, err)
 				}
 			}
-		case f := <-b.faults:
-			if f.gen == gen && state == StateReady {
-				retry = h.lose(b, f.err)
+		case <-b.lostSig:
+			b.mu.Lock()
+			err := b.lost
+			b.lost = nil
+			b.mu.Unlock()
+			if err != nil && retry == nil {
+				retry = h.afterFailure(b, err)
 			}
 		case <-done:
-			retry = h.lose(b, explainLost(tr))
+			retry = h.lose(b, gen, explainLost(tr))
+		case <-b.checkNow:
+			if state == StateReady {
+				if err := h.checkHealth(b, tr); err != nil {
+					retry = h.lose(b, gen, err)
+				}
+			}
 		case <-health:
 			if state == StateReady {
 				if err := h.checkHealth(b, tr); err != nil {
-					retry = h.lose(b, err)
+					retry = h.lose(b, gen, err)
 				}
 			}
 		case <-idle:
@@ -286,6 +328,7 @@ func (h *Host) supervise(b *backend) {
 			b.mu.Lock()
 			old := b.tr
 			b.tr = nil
+			b.lost = nil
 			b.recent = nil
 			b.restarts++
 			b.mu.Unlock()
@@ -365,8 +408,10 @@ func (h *Host) attempt(b *backend) error {
 	b.mu.Unlock()
 	b.bo.Reset()
 	b.logger.Info("backend ready", "tools", len(tools), "elapsed", time.Since(t0).Round(time.Millisecond))
-	h.setState(b, StateReady, nil)
+	// The catalogue first, so that whoever sees the state ready (a lazy
+	// start's waiter) finds the tools.
 	h.catalogueChanged()
+	h.setState(b, StateReady, nil)
 	return nil
 }
 
@@ -410,16 +455,14 @@ func explainLost(tr transport.Transport) error {
 	return err
 }
 
-// lose takes b's connection down after err and schedules a restart.
-func (h *Host) lose(b *backend, err error) <-chan time.Time {
-	b.mu.Lock()
-	tr := b.tr
-	b.tr = nil
-	b.mu.Unlock()
-	b.logger.Error("backend lost", "error", err)
-	if tr != nil {
-		h.closeAsync(tr)
+// lose takes b's connection gen down after err and schedules a restart
+// (unless a call already detached it: then its signal will).
+func (h *Host) lose(b *backend, gen uint64, err error) <-chan time.Time {
+	tr := h.detach(b, gen, err)
+	if tr == nil {
+		return nil
 	}
+	h.closeAsync(tr)
 	return h.afterFailure(b, err)
 }
 

@@ -91,22 +91,23 @@ type Stdio struct {
 	opts   StdioOptions
 	logger hclog.Logger
 
-	mu        sync.Mutex
-	closed    bool
-	connected bool
-	proc      *exec.Cmd
-	pgid      int
-	stdin     io.WriteCloser
-	stdout    io.ReadCloser
-	stderr    io.ReadCloser
-	sess      *session
-	exited    chan struct{} // closed when the process has been reaped
-	stderrEOF chan struct{} // closed when stderr has been read to its end
-	exitErr   error         // the result of Wait, valid after exited is closed
-	done      chan struct{} // closed when the session has ended (see Done)
-	bg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	mu         sync.Mutex
+	closed     bool
+	connected  bool
+	proc       *exec.Cmd
+	pgid       int
+	stdin      io.WriteCloser
+	stdout     io.ReadCloser
+	stderr     io.ReadCloser
+	sess       *session
+	exited     chan struct{} // closed when the process has been reaped
+	stderrEOF  chan struct{} // closed when stderr has been read to its end
+	exitErr    error         // the result of Wait, valid after exited is closed
+	done       chan struct{} // closed when the session has ended (see Done)
+	endedAlone bool          // the session ended before Close was called
+	bg         sync.WaitGroup
+	closeOnce  sync.Once
+	closeErr   error
 
 	tailMu   sync.Mutex
 	tail     []string // last lines of stderr, for error messages
@@ -272,6 +273,9 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 			// (the process exited or closed it), a protocol violation
 			// closed it, or Close.
 			_ = cs.Wait()
+			s.mu.Lock()
+			s.endedAlone = !s.closed
+			s.mu.Unlock()
 			close(done)
 		}()
 	}
@@ -290,14 +294,29 @@ func (s *Stdio) fault(ctx context.Context, err error) error {
 	if cerr := ctxError(ctx, "stdio"); cerr != nil {
 		return cerr
 	}
-	s.mu.Lock()
-	closed, exited := s.closed, s.exited
-	s.mu.Unlock()
-	if closed {
-		return ErrClosed
-	}
 	if perr := s.protocolError(); perr != nil {
 		return perr
+	}
+	s.mu.Lock()
+	closed, exited, done := s.closed, s.exited, s.done
+	s.mu.Unlock()
+	if closed {
+		// Closed by its owner, perhaps because the session had already
+		// ended on its own (the host closes a lost backend): then explain
+		// that.
+		if done == nil {
+			return ErrClosed
+		}
+		select {
+		case <-done:
+		case <-time.After(faultWait):
+		}
+		s.mu.Lock()
+		alone := s.endedAlone
+		s.mu.Unlock()
+		if !alone {
+			return ErrClosed
+		}
 	}
 	if exited != nil && (errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || isClosedErr(err)) {
 		// stdout reached EOF; the exit status follows shortly.

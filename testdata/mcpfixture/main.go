@@ -23,8 +23,7 @@
 // with that FILE (it creates it), so a restarted server comes up healthy.
 //
 // -faults adds tools that inject a fault while serving, for supervision
-// tests: freeze (the process stops itself with SIGSTOP: nothing answers
-// any more), garbage (writes a line that is not JSON-RPC to stdout),
+// tests: freeze (the server deadlocks: nothing answers any more), garbage (writes a line that is not JSON-RPC to stdout),
 // close_stdout (closes stdout and keeps running), hang (never answers, ignoring
 // cancellation), add_tool / remove_tool (change the tool list, which sends
 // notifications/tools/list_changed) and stats (calls served and calls
@@ -102,11 +101,15 @@ func addFaults(s *mcp.Server) {
 	text := func(t string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t}}}
 	}
-	mcp.AddTool(s, &mcp.Tool{Name: "freeze", Description: "Stop this process with SIGSTOP."},
+	mcp.AddTool(s, &mcp.Tool{Name: "freeze", Description: "Deadlock the server: nothing is answered any more."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			log.Print("freezing (SIGSTOP)")
-			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-			return text("thawed"), nil, nil
+			// Holding the stdout lock forever blocks every answer, pings
+			// included, as a deadlocked server would. (Not SIGSTOP: the
+			// kernel sends SIGCONT to a stopped process group that becomes
+			// orphaned, which happens when the thread that forked us exits.)
+			log.Print("freezing: no more answers")
+			stdoutMu.Lock()
+			select {}
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "garbage", Description: "Write a line that is not JSON-RPC to stdout."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {

@@ -1,0 +1,846 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
+	"github.com/toolhost/toolhost/transport"
+)
+
+// faultConfig is the victim (a fixture server with fault tools, quick to
+// restart and health-checked every 200ms) and two bystanders: another stdio
+// server and a Wasm plugin, which must keep answering throughout.
+const faultConfig = `
+[servers.victim]
+command = "@FIXTURE@"
+args = ["-faults" @ARGS@]
+timeout = "1s"
+health_interval = "200ms"
+health_timeout = "1s"
+health_threshold = 2
+restart_backoff = { min = "20ms", max = "200ms" }
+max_restarts = 50
+
+[servers.other]
+command = "@FIXTURE@"
+
+[plugins.wasm]
+path = "@ECHO@"
+@EXTRA@
+`
+
+type faultHost struct {
+	*host.Host
+	t      *testing.T
+	events chan host.Event
+	logs   *lockedBuffer
+}
+
+// newFaultHost starts a host on faultConfig with the victim's extra
+// arguments (`, "-crash-after", "2"`) and extra TOML.
+func newFaultHost(t *testing.T, args, extra string) *faultHost {
+	t.Helper()
+	dir := filepath.Join(testutil.Root(), "testdata", "plugins")
+	toml := strings.NewReplacer("@ARGS@", args, "@EXTRA@", extra).Replace(faultConfig)
+	toml = strings.NewReplacer("@FIXTURE@", testutil.Fixture(t), "@ECHO@", wasmbuild.Build(t, dir, "./echo")).Replace(toml)
+	cfg, err := config.Parse([]byte(toml), &config.Options{Name: "fault.toml", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh := &faultHost{t: t, events: make(chan host.Event, 1000), logs: &lockedBuffer{}}
+	h, err := host.New(context.Background(), cfg, &host.Options{
+		Logger:         hclog.New(&hclog.LoggerOptions{Name: "host", Output: fh.logs, Level: hclog.Debug}),
+		TerminateGrace: 200 * time.Millisecond,
+		Events: func(ev host.Event) {
+			select {
+			case fh.events <- ev:
+			default:
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.Host = h
+	t.Cleanup(func() {
+		h.Close()
+		if t.Failed() {
+			t.Log(fh.logs.String())
+		}
+	})
+	return fh
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// echo calls name (an echo tool) and checks the answer.
+func (fh *faultHost) echo(ctx context.Context, name string) error {
+	res, err := fh.CallTool(ctx, name, map[string]any{"text": "ping"})
+	if err != nil {
+		return err
+	}
+	if res.IsError || !strings.Contains(resultString(res), "ping") {
+		return fmt.Errorf("%s answered %q (isError %v)", name, resultString(res), res.IsError)
+	}
+	return nil
+}
+
+func resultString(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// bystanders calls the other backends' tools without pause until the
+// returned function is called, which fails the test on any error.
+func (fh *faultHost) bystanders() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	errs := make(chan error, 100)
+	for _, name := range []string{"other__echo", "wasm__echo"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := fh.echo(context.Background(), name); err != nil {
+					select {
+					case errs <- fmt.Errorf("%s: %w", name, err):
+					default:
+					}
+				}
+				calls.Add(1)
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			fh.t.Errorf("bystander call failed during the fault: %v", err)
+		}
+		if calls.Load() == 0 {
+			fh.t.Error("no bystander call was made")
+		}
+	}
+}
+
+// recovered checks that the victim comes back (a new process), answers, and
+// was restarted by policy.
+func (fh *faultHost) recovered(oldPid int) {
+	fh.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The next call waits for the restart and succeeds.
+	if err := fh.echo(ctx, "victim__echo"); err != nil {
+		fh.t.Fatalf("call after the fault: %v", err)
+	}
+	st := statusOf(fh.Host, "victim")
+	if st.State != host.StateReady || st.Restarts < 1 || st.Pid == 0 || st.Pid == oldPid {
+		fh.t.Errorf("victim after the fault: %+v, want ready, restarted, with a new pid", st)
+	}
+	if oldPid != 0 {
+		waitGone(fh.t, oldPid)
+	}
+}
+
+// kill9 sends SIGKILL to the process pid (never to a group: pid 0 would
+// kill the test's own).
+func kill9(t *testing.T, pid int) {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatalf("no process to kill (pid %d)", pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// promptly fails the test when more than limit passed since t0.
+func promptly(t *testing.T, what string, t0 time.Time, limit time.Duration) {
+	t.Helper()
+	if d := time.Since(t0); d > limit {
+		t.Errorf("%s after %v, want within %v", what, d.Round(time.Millisecond), limit)
+	} else {
+		t.Logf("%s after %v", what, d.Round(time.Microsecond))
+	}
+}
+
+// The fault tests: each fault of a real server process gives the caller a
+// distinct error promptly, the server is restarted by policy, the next call
+// succeeds, and the other backends answer throughout.
+
+func TestFaultCrashAfterN(t *testing.T) {
+	fh := newFaultHost(t, `, "-crash-after", "2"`, "")
+	stop := fh.bystanders()
+	ctx := context.Background()
+	pid := statusOf(fh.Host, "victim").Pid
+	for i := range 2 {
+		if err := fh.echo(ctx, "victim__echo"); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	t0 := time.Now()
+	err := fh.echo(ctx, "victim__echo")
+	if !errors.Is(err, host.ErrConnectionLost) || !strings.Contains(err.Error(), "exited with status 9") {
+		t.Fatalf("third call: %v, want ErrConnectionLost naming exit status 9", err)
+	}
+	promptly(t, "crash reported", t0, 100*time.Millisecond)
+	fh.recovered(pid)
+	stop()
+}
+
+func TestFaultKill9MidCall(t *testing.T) {
+	fh := newFaultHost(t, "", "")
+	stop := fh.bystanders()
+	pid := statusOf(fh.Host, "victim").Pid
+	errc := make(chan error, 1)
+	go func() {
+		_, err := fh.CallTool(context.Background(), "victim__sleep", map[string]any{"ms": 5000})
+		errc <- err
+	}()
+	time.Sleep(150 * time.Millisecond) // the call is in flight
+	t0 := time.Now()
+	kill9(t, pid)
+	err := <-errc
+	promptly(t, "kill -9 reported", t0, 100*time.Millisecond)
+	if !errors.Is(err, host.ErrConnectionLost) || !strings.Contains(err.Error(), "killed by signal killed") {
+		t.Fatalf("call in flight: %v, want ErrConnectionLost naming SIGKILL", err)
+	}
+	fh.recovered(pid)
+	stop()
+}
+
+func TestFaultHang(t *testing.T) {
+	fh := newFaultHost(t, "", "")
+	stop := fh.bystanders()
+	pid := statusOf(fh.Host, "victim").Pid
+	t0 := time.Now()
+	// freeze stops the whole process (SIGSTOP): nothing answers any more,
+	// so the call ends at its deadline (the victim's timeout, 1s).
+	res, err := fh.CallTool(context.Background(), "victim__freeze", nil)
+	if !errors.Is(err, host.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call to a hung server: %v %+v, want ErrTimeout", err, res)
+	}
+	if d := time.Since(t0); d < time.Second || d > 1100*time.Millisecond {
+		t.Errorf("hung call returned after %v, want at its 1s deadline", d)
+	}
+	// Failed health checks (ping; an immediate one after the timeout, then
+	// the next scheduled one) restart it.
+	deadline := time.Now().Add(10 * time.Second)
+	for st := statusOf(fh.Host, "victim"); st.Restarts == 0; st = statusOf(fh.Host, "victim") {
+		if time.Now().After(deadline) {
+			t.Fatalf("hung server not restarted: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fh.recovered(pid)
+	if st := statusOf(fh.Host, "victim"); !errors.Is(st.Err, host.ErrUnhealthy) {
+		t.Errorf("last error %v, want ErrUnhealthy", st.Err)
+	}
+	stop()
+}
+
+func TestFaultSlow(t *testing.T) {
+	fh := newFaultHost(t, "", "")
+	stop := fh.bystanders()
+	ctx := context.Background()
+	pid := statusOf(fh.Host, "victim").Pid
+	// Slow but within the deadline: a result.
+	res, err := fh.CallTool(ctx, "victim__sleep", map[string]any{"ms": 300})
+	if err != nil || resultString(res) != "slept 300ms" {
+		t.Fatalf("slow call: %v %v", res, err)
+	}
+	// Slower than the deadline: ErrTimeout at the deadline, and the server
+	// is told (notifications/cancelled) and stays up.
+	t0 := time.Now()
+	_, err = fh.CallTool(ctx, "victim__sleep", map[string]any{"ms": 5000})
+	if !errors.Is(err, host.ErrTimeout) {
+		t.Fatalf("too slow call: %v, want ErrTimeout", err)
+	}
+	promptly(t, "deadline reported", t0, 1100*time.Millisecond)
+	if err := fh.echo(ctx, "victim__echo"); err != nil {
+		t.Fatal(err)
+	}
+	waitCancelled(t, fh.Host, 1)
+	if st := statusOf(fh.Host, "victim"); st.Pid != pid || st.Restarts != 0 {
+		t.Errorf("a slow answer must not restart the server: %+v", st)
+	}
+	stop()
+}
+
+// waitCancelled waits until the victim says n calls were cancelled by the
+// client (its stats tool).
+func waitCancelled(t *testing.T, h *host.Host, n float64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := h.CallTool(context.Background(), "victim__stats", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := res.StructuredContent.(map[string]any)
+		if got, _ := m["cancelled"].(float64); got >= n {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("server saw %v cancelled calls, want %v (notifications/cancelled not received)", got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFaultCancel(t *testing.T) {
+	fh := newFaultHost(t, "", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := fh.CallTool(ctx, "victim__sleep", map[string]any{"ms": 5000})
+		errc <- err
+	}()
+	time.Sleep(150 * time.Millisecond)
+	t0 := time.Now()
+	cancel()
+	err := <-errc
+	promptly(t, "cancellation returned", t0, 100*time.Millisecond)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v, want context.Canceled", err)
+	}
+	waitCancelled(t, fh.Host, 1)
+	// A cancellation is not a failure of the backend.
+	if st := statusOf(fh.Host, "victim"); st.Restarts != 0 || st.Circuit != host.CircuitClosed {
+		t.Errorf("after a cancelled call: %+v", st)
+	}
+}
+
+func TestFaultGarbage(t *testing.T) {
+	fh := newFaultHost(t, "", "")
+	stop := fh.bystanders()
+	pid := statusOf(fh.Host, "victim").Pid
+	t0 := time.Now()
+	_, err := fh.CallTool(context.Background(), "victim__garbage", nil)
+	promptly(t, "protocol violation reported", t0, 100*time.Millisecond)
+	if !errors.Is(err, transport.ErrProtocol) || !strings.Contains(err.Error(), "oops: this is not JSON-RPC") {
+		t.Fatalf("garbage on stdout: %v, want ErrProtocol quoting the line", err)
+	}
+	fh.recovered(pid)
+	stop()
+}
+
+func TestFaultExitDuringInitialize(t *testing.T) {
+	once := filepath.Join(t.TempDir(), "started")
+	fh := newFaultHost(t, fmt.Sprintf(`, "-mode", "exit-init", "-once", %q`, once), "")
+	stop := fh.bystanders()
+	// The first start failed; the restart (a new process, without the
+	// fault) is up by the time the call's wait is over.
+	if err := fh.echo(context.Background(), "victim__echo"); err != nil {
+		t.Fatalf("call after a failed first start: %v", err)
+	}
+	st := statusOf(fh.Host, "victim")
+	if st.State != host.StateReady || st.Restarts != 1 || !errors.Is(st.Err, transport.ErrInitialize) || !strings.Contains(st.LastError, "status 3") {
+		t.Errorf("victim: %+v, want ready after 1 restart, last error the failed initialize", st)
+	}
+	stop()
+}
+
+func TestFaultCloseStdout(t *testing.T) {
+	fh := newFaultHost(t, "", "")
+	stop := fh.bystanders()
+	pid := statusOf(fh.Host, "victim").Pid
+	t0 := time.Now()
+	_, err := fh.CallTool(context.Background(), "victim__close_stdout", nil)
+	promptly(t, "closed stdout reported", t0, 100*time.Millisecond)
+	if !errors.Is(err, host.ErrConnectionLost) || !strings.Contains(err.Error(), "closed its stdout") {
+		t.Fatalf("closed stdout: %v, want ErrConnectionLost saying so", err)
+	}
+	// The process still running is stopped (stdin closed, SIGTERM).
+	fh.recovered(pid)
+	stop()
+}
+
+func TestFaultPluginTraps(t *testing.T) {
+	dir := filepath.Join(testutil.Root(), "testdata", "plugins")
+	fh := newFaultHost(t, "", fmt.Sprintf(`
+[plugins.panicky]
+path = %q
+health_threshold = 2
+restart_backoff = { min = "10ms", max = "50ms" }
+`, wasmbuild.Build(t, dir, "./panic")))
+	ctx := context.Background()
+	for i := range 2 {
+		_, err := fh.CallTool(ctx, "panicky__panic", map[string]any{"text": "boom"})
+		if err == nil {
+			t.Fatalf("call %d of a panicking plugin succeeded", i+1)
+		}
+	}
+	// Two consecutive traps: its instances are rebuilt (a restart).
+	deadline := time.Now().Add(5 * time.Second)
+	for statusOf(fh.Host, "panicky").Restarts < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("plugin not restarted after repeated traps: %+v", statusOf(fh.Host, "panicky"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitState(t, fh.Host, "panicky", host.StateReady)
+	if err := fh.echo(ctx, "wasm__echo"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCircuitBreakerPerTool(t *testing.T) {
+	fh := newFaultHost(t, "", `
+[servers.flaky]
+command = "@FIXTURE@"
+timeout = "100ms"
+health_check = "none"
+circuit_breaker = { failures = 3, cooldown = "300ms", successes = 2 }
+`)
+	ctx := context.Background()
+	// Three timeouts of one tool open that tool's circuit; successes of
+	// another tool in between keep the backend's closed.
+	for i := range 3 {
+		if _, err := fh.CallTool(ctx, "flaky__sleep", map[string]any{"ms": 1000}); !errors.Is(err, host.ErrTimeout) {
+			t.Fatalf("slow call %d: %v, want ErrTimeout", i+1, err)
+		}
+		if err := fh.echo(ctx, "flaky__echo"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Now()
+	_, err := fh.CallTool(ctx, "flaky__sleep", map[string]any{"ms": 10})
+	promptly(t, "open circuit refused the call", t0, 10*time.Millisecond)
+	var coe *host.CircuitOpenError
+	if !errors.As(err, &coe) || !errors.Is(err, host.ErrCircuitOpen) || coe.Tool != "flaky__sleep" || coe.Failures != 3 {
+		t.Fatalf("call with an open circuit: %v, want a CircuitOpenError for flaky__sleep", err)
+	}
+	if d := time.Until(coe.RetryAt); d <= 0 || d > 300*time.Millisecond {
+		t.Errorf("RetryAt in %v, want within the 300ms cooldown", d)
+	}
+	if !strings.Contains(err.Error(), "until") {
+		t.Errorf("error %q should say when calls are let through again", err)
+	}
+	st := statusOf(fh.Host, "flaky")
+	if st.Circuit != host.CircuitClosed || len(st.OpenTools) != 1 || st.OpenTools[0] != "flaky__sleep" {
+		t.Errorf("status: circuit %s, open tools %v; want the backend closed and flaky__sleep open", st.Circuit, st.OpenTools)
+	}
+	if err := fh.echo(ctx, "flaky__echo"); err != nil {
+		t.Fatalf("another tool of the backend: %v", err)
+	}
+	// After the cooldown: half-open; two successes close it.
+	time.Sleep(time.Until(coe.RetryAt) + 20*time.Millisecond)
+	for i := range 2 {
+		if _, err := fh.CallTool(ctx, "flaky__sleep", map[string]any{"ms": 1}); err != nil {
+			t.Fatalf("trial call %d: %v", i+1, err)
+		}
+	}
+	if st := statusOf(fh.Host, "flaky"); len(st.OpenTools) != 0 {
+		t.Errorf("after two successful trial calls: open tools %v", st.OpenTools)
+	}
+	var sawOpen bool
+	for len(fh.events) > 0 {
+		ev := <-fh.events
+		sawOpen = sawOpen || ev.Kind == host.EventCircuit && ev.Tool == "flaky__sleep" && ev.Circuit == host.CircuitOpen
+	}
+	if !sawOpen {
+		t.Error("no EventCircuit for the tool's circuit opening")
+	}
+}
+
+func TestCircuitBreakerPerBackend(t *testing.T) {
+	fh := newFaultHost(t, "", `
+[servers.flaky]
+command = "@FIXTURE@"
+args = ["-faults"]
+timeout = "100ms"
+health_check = "none"
+circuit_breaker = { failures = 3, cooldown = "1m" }
+`)
+	ctx := context.Background()
+	// Three failures in a row across two tools open the backend's circuit.
+	for _, call := range []struct {
+		tool string
+		args any
+	}{{"flaky__sleep", map[string]any{"ms": 1000}}, {"flaky__hang", nil}, {"flaky__sleep", map[string]any{"ms": 1000}}} {
+		if _, err := fh.CallTool(ctx, call.tool, call.args); !errors.Is(err, host.ErrTimeout) {
+			t.Fatalf("%s: %v, want ErrTimeout", call.tool, err)
+		}
+	}
+	_, err := fh.CallTool(ctx, "flaky__echo", map[string]any{"text": "x"})
+	var coe *host.CircuitOpenError
+	if !errors.As(err, &coe) || coe.Tool != "" || coe.Backend != "flaky" {
+		t.Fatalf("echo on a backend with an open circuit: %v, want the backend's CircuitOpenError", err)
+	}
+	if st := statusOf(fh.Host, "flaky"); st.Circuit != host.CircuitOpen {
+		t.Errorf("status circuit %s, want open", st.Circuit)
+	}
+	// A restart (here: explicit) gives the backend fresh breakers.
+	if err := fh.Restart(ctx, "flaky"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.echo(ctx, "flaky__echo"); err != nil {
+		t.Fatalf("after a restart: %v", err)
+	}
+}
+
+func TestFallbackAndAudit(t *testing.T) {
+	var mu sync.Mutex
+	var recs []host.AuditRecord
+	dir := filepath.Join(testutil.Root(), "testdata", "plugins")
+	toml := strings.NewReplacer("@FIXTURE@", testutil.Fixture(t), "@ECHO@", wasmbuild.Build(t, dir, "./echo"), "@ARGS@", "", "@EXTRA@", `
+[servers.primary]
+command = "@FIXTURE@"
+timeout = "100ms"
+
+[tools.primary__sleep]
+fallback = "other__sleep"
+`).Replace(faultConfig)
+	toml = strings.ReplaceAll(toml, "@FIXTURE@", testutil.Fixture(t))
+	cfg, err := config.Parse([]byte(toml), &config.Options{Name: "fallback.toml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(context.Background(), cfg, &host.Options{TerminateGrace: 200 * time.Millisecond, Audit: func(r host.AuditRecord) {
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	res, err := h.CallTool(context.Background(), "primary__sleep", map[string]any{"ms": 300})
+	if err != nil || resultString(res) != "slept 300ms" {
+		t.Fatalf("call with a fallback: %v %v, want the fallback's result", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(recs) != 2 {
+		t.Fatalf("%d audit records, want 2: %+v", len(recs), recs)
+	}
+	fb, primary := recs[0], recs[1] // the fallback's record is written first
+	if primary.Tool != "primary__sleep" || primary.Outcome != host.OutcomeTimeout || primary.Fallback != "other__sleep" {
+		t.Errorf("primary record %+v, want a timeout that used other__sleep", primary)
+	}
+	if fb.Tool != "other__sleep" || fb.Outcome != host.OutcomeOK || fb.FallbackFor != "primary__sleep" || fb.ArgsSHA256 != primary.ArgsSHA256 {
+		t.Errorf("fallback record %+v, want ok, fallback_for primary__sleep, same arguments", fb)
+	}
+}
+
+func TestRetryIdempotentTool(t *testing.T) {
+	// The server crashes on every second call. victim__echo is marked
+	// idempotent, so a call that crashed it is sent again to the restarted
+	// server; victim__add is not, so its call fails.
+	fh := newFaultHost(t, `, "-crash-after", "1"`, `
+[tools.victim__echo]
+retry = true
+`)
+	ctx := context.Background()
+	if err := fh.echo(ctx, "victim__echo"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.echo(ctx, "victim__echo"); err != nil {
+		t.Fatalf("idempotent call that crashed the server: %v, want it retried", err)
+	}
+	if _, err := fh.CallTool(ctx, "victim__add", map[string]any{"a": 1, "b": 2}); !errors.Is(err, host.ErrConnectionLost) {
+		t.Fatalf("non-idempotent call that crashed the server: %v, want ErrConnectionLost", err)
+	}
+}
+
+func TestRestartPolicy(t *testing.T) {
+	fh := newFaultHost(t, "", `
+[servers.doomed]
+command = "@FIXTURE@"
+args = ["-mode", "exit-init"]
+max_restarts = 2
+restart_backoff = { min = "10ms", max = "20ms" }
+`)
+	ctx := context.Background()
+	st := waitState(t, fh.Host, "doomed", host.StateFailed)
+	if st.Restarts != 2 || !strings.Contains(st.LastError, "gave up after 2 restarts") || !errors.Is(st.Err, transport.ErrInitialize) {
+		t.Errorf("doomed: %+v, want failed after 2 restarts", st)
+	}
+	if _, err := fh.CallTool(ctx, "doomed__echo", nil); !errors.Is(err, host.ErrUnknownTool) {
+		t.Errorf("a backend that never started has no tools: %v", err)
+	}
+	if err := fh.Restart(ctx, "doomed"); !errors.Is(err, host.ErrBackendUnavailable) || !errors.Is(err, transport.ErrInitialize) {
+		t.Errorf("Restart of a backend that still fails: %v", err)
+	}
+	if err := fh.Restart(ctx, "nope"); !errors.Is(err, host.ErrUnknownBackend) {
+		t.Errorf("Restart of an unknown backend: %v", err)
+	}
+}
+
+func TestRestartExplicit(t *testing.T) {
+	fh := newFaultHost(t, "", `
+[servers.once]
+command = "@FIXTURE@"
+max_restarts = 0
+`)
+	ctx := context.Background()
+	pid := statusOf(fh.Host, "once").Pid
+	kill9(t, pid)
+	st := waitState(t, fh.Host, "once", host.StateFailed)
+	if !strings.Contains(st.LastError, "max_restarts = 0") {
+		t.Errorf("last error %q", st.LastError)
+	}
+	tools, _ := fh.Tools(ctx)
+	for _, tool := range tools {
+		if tool.Backend == "once" {
+			t.Fatalf("a failed backend's tool %s is listed", tool.Name)
+		}
+	}
+	t0 := time.Now()
+	if _, err := fh.CallTool(ctx, "once__echo", map[string]any{"text": "x"}); !errors.Is(err, host.ErrBackendUnavailable) {
+		t.Fatalf("call to a failed backend: %v, want ErrBackendUnavailable", err)
+	}
+	promptly(t, "failed backend refused the call", t0, 10*time.Millisecond)
+	if err := fh.Restart(ctx, "once"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.echo(ctx, "once__echo"); err != nil {
+		t.Fatal(err)
+	}
+	if st := statusOf(fh.Host, "once"); st.Restarts != 1 || st.Pid == pid {
+		t.Errorf("after Restart: %+v", st)
+	}
+}
+
+func TestLazyAndIdle(t *testing.T) {
+	fh := newFaultHost(t, "", `
+[servers.lazy]
+command = "@FIXTURE@"
+start = "lazy"
+idle_timeout = "300ms"
+`)
+	ctx := context.Background()
+	if st := statusOf(fh.Host, "lazy"); st.State != host.StateIdle || st.Pid != 0 {
+		t.Fatalf("lazy backend after New: %+v, want idle with no process", st)
+	}
+	tools, err := fh.Tools(ctx) // first use: starts it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(tools, func(tl host.Tool) bool { return tl.Name == "lazy__echo" }) {
+		t.Fatal("lazy backend's tools not listed after it started")
+	}
+	pid := statusOf(fh.Host, "lazy").Pid
+	if err := fh.echo(ctx, "lazy__echo"); err != nil {
+		t.Fatal(err)
+	}
+	// No call for idle_timeout: stopped, its tools stay listed.
+	st := waitState(t, fh.Host, "lazy", host.StateIdle)
+	waitGone(t, pid)
+	if st.Tools == 0 {
+		t.Errorf("idle backend: %+v, want its tools kept", st)
+	}
+	tools, _ = fh.Tools(ctx)
+	if !slices.ContainsFunc(tools, func(tl host.Tool) bool { return tl.Name == "lazy__echo" }) {
+		t.Error("an idle backend's tools left the listing")
+	}
+	// The next call starts it again.
+	if err := fh.echo(ctx, "lazy__echo"); err != nil {
+		t.Fatalf("call to an idle backend: %v", err)
+	}
+	if st := statusOf(fh.Host, "lazy"); st.State != host.StateReady || st.Pid == pid {
+		t.Errorf("after the call: %+v", st)
+	}
+}
+
+func TestListChanged(t *testing.T) {
+	fh := newFaultHost(t, "", "")
+	ctx := context.Background()
+	catalogue := make(chan host.Event, 10)
+	unsubscribe := fh.Subscribe(func(ev host.Event) {
+		if ev.Kind == host.EventCatalogue {
+			catalogue <- ev
+		}
+	})
+	defer unsubscribe()
+	if _, err := fh.CallTool(ctx, "victim__add_tool", map[string]any{"name": "fresh"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-catalogue:
+		if !slices.Equal(ev.Added, []string{"victim__fresh"}) || len(ev.Removed) != 0 {
+			t.Errorf("catalogue event %+v, want victim__fresh added", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no catalogue event after notifications/tools/list_changed")
+	}
+	res, err := fh.CallTool(ctx, "victim__fresh", nil)
+	if err != nil || resultString(res) != "fresh" {
+		t.Fatalf("new tool: %v %v", res, err)
+	}
+	if _, err := fh.CallTool(ctx, "victim__remove_tool", map[string]any{"name": "fresh"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-catalogue:
+		if !slices.Equal(ev.Removed, []string{"victim__fresh"}) {
+			t.Errorf("catalogue event %+v, want victim__fresh removed", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no catalogue event after the tool was removed")
+	}
+	if _, err := fh.CallTool(ctx, "victim__fresh", nil); !errors.Is(err, host.ErrUnknownTool) {
+		t.Errorf("removed tool: %v, want ErrUnknownTool", err)
+	}
+}
+
+func TestEventsOfARestart(t *testing.T) {
+	fh := newFaultHost(t, "", "")
+	pid := statusOf(fh.Host, "victim").Pid
+	for len(fh.events) > 0 {
+		<-fh.events
+	}
+	kill9(t, pid)
+	var states []host.State
+	deadline := time.After(10 * time.Second)
+	for !slices.Contains(states, host.StateReady) {
+		select {
+		case ev := <-fh.events:
+			if ev.Kind == host.EventState && ev.Backend == "victim" {
+				states = append(states, ev.State)
+				if ev.State == host.StateRestarting && !errors.Is(ev.Err, host.ErrConnectionLost) {
+					t.Errorf("restarting event error %v, want ErrConnectionLost", ev.Err)
+				}
+			}
+		case <-deadline:
+			t.Fatalf("states seen %v, want restarting, starting, ready", states)
+		}
+	}
+	if !slices.Equal(states, []host.State{host.StateRestarting, host.StateStarting, host.StateReady}) {
+		t.Errorf("states %v, want restarting, starting, ready", states)
+	}
+}
+
+func TestHTTPSessionDroppedMidUse(t *testing.T) {
+	// A real fixture server over Streamable HTTP, behind a proxy that can
+	// make it forget every session (it then answers 404, as a restarted
+	// server does).
+	bin := testutil.Fixture(t)
+	port := testutil.FreePort(t)
+	cmd := exec.Command(bin, "-http", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	target, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
+	var mu sync.Mutex
+	seen, dropped := map[string]bool{}, map[string]bool{}
+	drop := func() { // forget every session seen so far
+		mu.Lock()
+		defer mu.Unlock()
+		for id := range seen {
+			dropped[id] = true
+		}
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		mu.Lock()
+		gone := dropped[id]
+		if id != "" {
+			seen[id] = true
+		}
+		mu.Unlock()
+		if gone {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/", port))
+
+	h := newHost(t, fmt.Sprintf(`
+[servers.remote]
+url = "http://%s/mcp"
+`, ln.Addr()))
+	ctx := context.Background()
+	call := func() error {
+		res, err := h.CallTool(ctx, "remote__echo", map[string]any{"text": "hi"})
+		if err == nil && resultString(res) != "hi" {
+			err = fmt.Errorf("echo answered %q", resultString(res))
+		}
+		return err
+	}
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	drop()
+	if err := call(); err != nil {
+		t.Fatalf("call after the server dropped the session: %v", err)
+	}
+	if err := call(); err != nil {
+		t.Fatalf("call on the new session: %v", err)
+	}
+	if st := statusOf(h, "remote"); st.State != host.StateReady || st.Restarts != 0 {
+		t.Errorf("a re-initialized session is not a restart: %+v", st)
+	}
+}
+
+// waitHTTP waits until something answers at u.
+func waitHTTP(t *testing.T, u string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", u, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
