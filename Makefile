@@ -7,7 +7,7 @@ WASMENV  := GOOS=wasip1 GOARCH=wasm
 # Keep npx's downloads in one cache so repeated runs start fast.
 export npm_config_cache ?= $(HOME)/.npm
 
-.PHONY: all build run test bench lint plugins fixtures clean tidy
+.PHONY: all build run test bench stress stress-rss lint plugins fixtures clean tidy
 
 all: build plugins
 
@@ -65,6 +65,20 @@ test: build plugins
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd pdk && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@# The load test's short form: 8s, a backend killed every 2s.
+	$(GO) test -race -count=1 -v -run '^TestStress$$' ./host -stress 8s -stress-kill 2s > $(BIN)/stress.out 2>&1; \
+	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
+
+## stress: 50 callers for 60s over Wasm and stdio tools, one backend killed
+## every 10s (under -race); stress-rss: the same without -race, which also
+## checks that resident memory grows by less than 10%.
+stress: build plugins
+	$(GO) test -race -count=1 -v -timeout 10m -run '^TestStress$$' ./host -stress 60s -stress-kill 10s > $(BIN)/stress.out 2>&1; \
+	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
+
+stress-rss: build plugins
+	$(GO) test -count=1 -v -timeout 10m -run '^TestStress$$' ./host -stress 60s -stress-kill 10s > $(BIN)/stress.out 2>&1; \
+	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
 
 ## bench: benchmarks side by side in one run (medians over -count runs)
 bench: build plugins

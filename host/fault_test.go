@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
@@ -70,6 +72,7 @@ func newFaultHost(t *testing.T, args, extra string) *faultHost {
 		t.Fatal(err)
 	}
 	fh := &faultHost{t: t, events: make(chan host.Event, 1000), logs: &lockedBuffer{}}
+	ignore := goleak.IgnoreCurrent()
 	h, err := host.New(context.Background(), cfg, &host.Options{
 		Logger:         hclog.New(&hclog.LoggerOptions{Name: "host", Output: fh.logs, Level: hclog.Debug}),
 		TerminateGrace: 200 * time.Millisecond,
@@ -86,11 +89,42 @@ func newFaultHost(t *testing.T, args, extra string) *faultHost {
 	fh.Host = h
 	t.Cleanup(func() {
 		h.Close()
+		// After every fault test: no goroutine and no child process left.
+		goleak.VerifyNone(t, ignore)
+		if kids := children(); len(kids) > 0 {
+			t.Errorf("child processes left after Close: %v", kids)
+		}
 		if t.Failed() {
 			t.Log(fh.logs.String())
 		}
 	})
 	return fh
+}
+
+// children lists the test process's child processes (zombies included),
+// from /proc.
+func children() []string {
+	self := strconv.Itoa(os.Getpid())
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []string
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may contain spaces, so split
+		// after its closing parenthesis.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 && f[1] == self {
+			out = append(out, strings.TrimSpace(s[:i+1])+" "+f[0])
+		}
+	}
+	return out
 }
 
 type lockedBuffer struct {

@@ -558,9 +558,7 @@ func bounded(ctx context.Context, b *backend, f func(context.Context, transport.
 	if err != nil {
 		return err
 	}
-	err = f(ctx, tr)
-	b.release(gen, err)
-	return err
+	return b.release(gen, f(ctx, tr))
 }
 
 func (h *Host) readyBackends() []*backend {

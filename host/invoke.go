@@ -55,7 +55,7 @@ func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte) (*m
 			break
 		}
 		res, err = tr.CallTool(ctx, params)
-		b.release(gen, err)
+		err = b.release(gen, err)
 		if err == nil || ctx.Err() != nil {
 			break
 		}

@@ -81,8 +81,10 @@ type backend struct {
 	healthAt    time.Time
 	healthFails int
 	healthErr   error
-	traps       int   // consecutive calls that trapped (plugins)
-	lost        error // set by a call that detached the connection; the supervisor schedules the restart
+	traps       int    // consecutive calls that trapped (plugins)
+	lost        error  // set by a call that detached the connection; the supervisor schedules the restart
+	detachedGen uint64 // the last connection taken down after a loss, and why
+	detachedErr error
 	inflight    int
 	lastUsed    time.Time
 	wake        chan struct{} // closed and replaced on every state change
@@ -189,11 +191,16 @@ func ctxErr(ctx context.Context) error {
 
 // release ends an operation begun with conn; err is its outcome. A lost
 // connection or a protocol violation is reported to the supervisor, and so
-// is a plugin that trapped on health_threshold consecutive calls.
-func (b *backend) release(gen uint64, err error) {
+// is a plugin that trapped on health_threshold consecutive calls. It returns
+// err, or for an operation that was in flight on a connection taken down
+// after a loss (and so failed with transport.ErrClosed), that loss.
+func (b *backend) release(gen uint64, err error) error {
 	b.mu.Lock()
 	b.inflight--
 	b.lastUsed = time.Now()
+	if err != nil && gen == b.detachedGen && errors.Is(err, transport.ErrClosed) && !errors.Is(err, transport.ErrNotSent) {
+		err = fmt.Errorf("in flight when the connection was lost: %w", b.detachedErr)
+	}
 	var lost error
 	switch {
 	case err == nil:
@@ -215,7 +222,7 @@ func (b *backend) release(gen uint64, err error) {
 	}
 	b.mu.Unlock()
 	if lost == nil {
-		return
+		return err
 	}
 	// Take the connection out of service now, so the next call waits for
 	// the restart instead of meeting the dead connection; the supervisor
@@ -230,6 +237,7 @@ func (b *backend) release(gen uint64, err error) {
 		default:
 		}
 	}
+	return err
 }
 
 // detach takes b's connection gen out of service (b becomes restarting
@@ -243,6 +251,7 @@ func (h *Host) detach(b *backend, gen uint64, err error) transport.Transport {
 	}
 	tr := b.tr
 	b.tr = nil
+	b.detachedGen, b.detachedErr = gen, err
 	b.mu.Unlock()
 	b.logger.Error("backend lost", "error", err)
 	h.setState(b, StateRestarting, err)

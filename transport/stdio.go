@@ -273,9 +273,6 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 			// (the process exited or closed it), a protocol violation
 			// closed it, or Close.
 			_ = cs.Wait()
-			s.mu.Lock()
-			s.endedAlone = !s.closed
-			s.mu.Unlock()
 			close(done)
 		}()
 	}
@@ -317,6 +314,10 @@ func (s *Stdio) fault(ctx context.Context, err error) error {
 		if !alone {
 			return ErrClosed
 		}
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		// The child's stdin is gone: the request was not delivered.
+		return fmt.Errorf("%w: %w: the server's stdin is closed (%v)", ErrConnectionLost, ErrNotSent, err)
 	}
 	if exited != nil && (errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || isClosedErr(err)) {
 		// stdout reached EOF; the exit status follows shortly.
@@ -416,6 +417,14 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 	for len(f.buf) == 0 {
 		line, err := f.readLine()
 		if err != nil {
+			// Noted before anyone learns of it: did the session end on
+			// its own (EOF: the child exited or closed stdout), or because
+			// Close closed our end?
+			f.s.mu.Lock()
+			if !f.s.closed {
+				f.s.endedAlone = true
+			}
+			f.s.mu.Unlock()
 			return 0, err
 		}
 		f.n++
