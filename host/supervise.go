@@ -607,7 +607,9 @@ func (h *Host) listChanged(b *backend, tr transport.Transport, kind transport.Li
 	defer cancel()
 	tools, err := tr.ListTools(ctx)
 	if err != nil {
-		b.logger.Warn("tools/list after list_changed failed", "error", err)
+		if h.ctx.Err() == nil {
+			b.logger.Warn("tools/list after list_changed failed", "error", err)
+		}
 		return
 	}
 	b.mu.Lock()
