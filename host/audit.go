@@ -60,8 +60,9 @@ type AuditRecord struct {
 	// Args is the canonical arguments with the values of sensitive keys
 	// replaced by "[REDACTED]"; null when the arguments are not an object.
 	Args json.RawMessage `json:"args"`
-	// ResultBytes is the size of the result's JSON encoding (0 without a
-	// result).
+	// ResultBytes is the size in bytes of the result's JSON text: for a
+	// plugin, its output as the guest wrote it; for a server, the result's
+	// encoding by encoding/json (0 without a result).
 	ResultBytes int `json:"result_bytes"`
 }
 

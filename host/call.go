@@ -111,25 +111,20 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.b.timeout)
 	defer cancel()
-	res, err = e.b.tr.CallTool(ctx, &mcp.CallToolParams{Name: e.name, Arguments: json.RawMessage(raw)})
+	var size int
+	res, size, err = callSized(ctx, e.b.tr, &mcp.CallToolParams{Name: e.name, Arguments: json.RawMessage(raw)}, e.b.maxOutput > 0 || rec != nil)
 	if err != nil {
 		if errors.Is(err, transport.ErrConnectionLost) || errors.Is(err, transport.ErrProtocol) {
 			e.b.set(StateFailed, err)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if e.b.maxOutput > 0 || rec != nil {
-		enc, merr := json.Marshal(res)
-		if merr != nil {
-			return nil, fmt.Errorf("%s: encoding the result: %w", name, merr)
-		}
-		if rec != nil {
-			rec.ResultBytes = len(enc)
-		}
-		if e.b.maxOutput > 0 && len(enc) > e.b.maxOutput {
-			return nil, fmt.Errorf("%s: result of %d bytes exceeds max_output (%d bytes) of [servers.%s]: %w; raise max_output or ask for less",
-				name, len(enc), e.b.maxOutput, e.b.name, transport.ErrOutputTooLarge)
-		}
+	if rec != nil {
+		rec.ResultBytes = size
+	}
+	if e.b.maxOutput > 0 && size > e.b.maxOutput {
+		return nil, fmt.Errorf("%s: result of %d bytes exceeds max_output (%d bytes) of [servers.%s]: %w; raise max_output or ask for less",
+			name, size, e.b.maxOutput, e.b.name, transport.ErrOutputTooLarge)
 	}
 	if e.out != nil && !h.noValidate && !res.IsError && res.StructuredContent != nil {
 		if verr := e.out.Validate(structured(res.StructuredContent)); verr != nil {
