@@ -261,11 +261,37 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendCanonical appends v (a value decoded from JSON with UseNumber) as
-// canonical JSON: object keys sorted, no insignificant space. With a non-nil
-// auditor, the values of sensitive keys are replaced by "[REDACTED]" and
-// configuration secrets inside strings are scrubbed.
-func appendCanonical(b []byte, v any, a *auditor) []byte {
+// canonicalArgs returns v (a value decoded from JSON with UseNumber) as
+// canonical JSON, object keys sorted at every level and no insignificant
+// space, and, for the audit record, args: the same with the values of
+// sensitive keys replaced by "[REDACTED]" and configuration secrets inside
+// strings scrubbed (see a.sensitive and a.scrub). The first pass writes the
+// canonical form and notes whether anything would be redacted; only then (most
+// arguments have no sensitive key) is args written in a second pass, else it
+// is canonical itself. hint is the expected size in bytes.
+func canonicalArgs(v any, a *auditor, hint int) (canonical, args []byte) {
+	c := canonWriter{a: a}
+	canonical = c.append(make([]byte, 0, hint), v)
+	if !c.found {
+		return canonical, canonical
+	}
+	c.redact = true
+	return canonical, c.append(make([]byte, 0, len(canonical)), v)
+}
+
+// canonWriter writes canonical JSON. With redact false it writes values as
+// they are and sets found when a (if not nil) would redact or scrub one; with
+// redact true it redacts.
+type canonWriter struct {
+	a      *auditor
+	redact bool
+	found  bool
+}
+
+// check reports whether the redaction pass is still to be decided.
+func (c *canonWriter) check() bool { return c.a != nil && !c.redact && !c.found }
+
+func (c *canonWriter) append(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...)
@@ -276,8 +302,13 @@ func appendCanonical(b []byte, v any, a *auditor) []byte {
 	case float64:
 		return strconv.AppendFloat(b, v, 'g', -1, 64)
 	case string:
-		if a != nil && a.scrub != nil {
-			v = a.scrub.Replace(v)
+		if c.a != nil && c.a.scrub != nil && (c.redact || !c.found) {
+			s := c.a.scrub.Replace(v)
+			if c.redact {
+				v = s
+			} else if s != v {
+				c.found = true
+			}
 		}
 		return appendString(b, v)
 	case []any:
@@ -286,7 +317,7 @@ func appendCanonical(b []byte, v any, a *auditor) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendCanonical(b, e, a)
+			b = c.append(b, e)
 		}
 		return append(b, ']')
 	case map[string]any:
@@ -303,11 +334,14 @@ func appendCanonical(b []byte, v any, a *auditor) []byte {
 			}
 			b = appendString(b, k)
 			b = append(b, ':')
-			if a != nil && a.sensitive(k) {
+			if c.redact && c.a.sensitive(k) {
 				b = appendString(b, redacted)
 				continue
 			}
-			b = appendCanonical(b, v[k], a)
+			if c.check() && c.a.sensitive(k) {
+				c.found = true
+			}
+			b = c.append(b, v[k])
 		}
 		return append(b, '}')
 	default:

@@ -53,9 +53,8 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 		}
 		val, decoded = v, true
 		if rec != nil {
-			buf := appendCanonical(make([]byte, 0, len(raw)+16), val, nil)
-			rec.ArgsSHA256 = hashArgs(buf)
-			rec.Args = appendCanonical(buf[len(buf):], val, h.audit)
+			canonical, args := canonicalArgs(val, h.audit, len(raw))
+			rec.ArgsSHA256, rec.Args = hashArgs(canonical), args
 		}
 		return nil
 	}
