@@ -108,8 +108,13 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 	if ok, lastErr := e.b.ready(); !ok {
 		return nil, fmt.Errorf("%s: %w: backend %q: %w", name, ErrBackendUnavailable, e.b.name, lastErr)
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.b.timeout)
-	defer cancel()
+	if e.b.kind != KindPlugin {
+		// The sandbox applies a plugin's timeout (the same e.b.timeout)
+		// itself: one deadline per call, not two.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.b.timeout)
+		defer cancel()
+	}
 	var size int
 	res, size, err = callSized(ctx, e.b.tr, &mcp.CallToolParams{Name: e.name, Arguments: json.RawMessage(raw)}, e.b.maxOutput > 0 || rec != nil)
 	if err != nil {
