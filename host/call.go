@@ -40,7 +40,7 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 	// The arguments are decoded once, up front, so that every audit record
 	// (denied and unknown-tool calls too) carries their hash and redacted
 	// copy.
-	raw, argErr := rawArgs(args)
+	raw, argErr := argsJSON(args, rec != nil || ok && e.in != nil && !h.noValidate)
 	var val any
 	decoded := false
 	decode := func() error {
@@ -49,7 +49,7 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 		}
 		v, derr := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 		if derr != nil {
-			return derr
+			return argsError(args, derr)
 		}
 		val, decoded = v, true
 		if rec != nil {
@@ -59,7 +59,7 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 		return nil
 	}
 	if rec != nil && argErr == nil {
-		_ = decode()
+		argErr = decode()
 	}
 
 	if !ok {
@@ -94,7 +94,7 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 	check := e.in != nil && !h.noValidate
 	if check || rec != nil {
 		if derr := decode(); derr != nil {
-			return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalidArguments, derr)
+			return nil, fmt.Errorf("%s: %w", name, derr)
 		}
 		if check {
 			if verr := e.in.Validate(val); verr != nil {

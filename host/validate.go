@@ -55,6 +55,48 @@ func compileSchema(tool, which string, schema any) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// argsJSON is rawArgs without its check that the text is valid JSON where
+// that check would be done twice: for a call that decodes its arguments
+// (decodes true), the decoder finds invalid text (and argsError words the
+// error as rawArgs does), and text made by json.Marshal is valid by
+// construction. It returns the JSON text of args's object ("{}" for none);
+// its errors, and the text returned with them, are rawArgs's.
+func argsJSON(args any, decodes bool) ([]byte, error) {
+	var raw []byte
+	switch a := args.(type) {
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	case string:
+		raw = []byte(a)
+	case nil:
+		return rawArgs(args)
+	default:
+		if b, err := json.Marshal(a); err == nil && len(b) > 0 && b[0] == '{' {
+			return b, nil
+		}
+		// null, another kind of value, or no JSON at all.
+		return rawArgs(args)
+	}
+	if !decodes {
+		return rawArgs(args)
+	}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+		return t, nil
+	}
+	return rawArgs(args)
+}
+
+// argsError is the error of arguments given as text that argsJSON accepted
+// but the decoder rejected (derr): rawArgs's error for them.
+func argsError(args any, derr error) error {
+	if _, err := rawArgs(args); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrInvalidArguments, derr)
+}
+
 // describeInvalid turns a validation error into "FIELD: WHY" lines, FIELD a
 // dotted path into the value ("user.age", "items[2]"; "(arguments)" or
 // "(structuredContent)" for the value itself).
