@@ -162,7 +162,7 @@ func (a *auditor) write(rec *AuditRecord) {
 	if a.f == nil {
 		return
 	}
-	line := appendRecord(make([]byte, 0, 256+len(rec.Args)), rec)
+	line := appendRecord(make([]byte, 0, 512+len(rec.Args)+len(rec.Error)), rec)
 	a.mu.Lock()
 	var err error
 	if a.f == nil {
@@ -223,41 +223,52 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string (invalid UTF-8 becomes U+FFFD, as
-// with encoding/json; <, > and & are not escaped).
+// with encoding/json; <, > and & are not escaped). Runs of characters that
+// need no escaping are copied whole.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	start := 0 // s[start:i] is still to be copied
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
 				b = append(b, '\\', c)
-			case c == '\n':
+			case '\n':
 				b = append(b, '\\', 'n')
-			case c == '\r':
+			case '\r':
 				b = append(b, '\\', 'r')
-			case c == '\t':
+			case '\t':
 				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			default:
-				b = append(b, c)
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
 			i++
+			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
 		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
 			b = append(b, `\u202`...)
 			b = append(b, hexDigits[r&0xf])
 		default:
-			b = append(b, s[i:i+size]...)
+			i += size
+			continue
 		}
 		i += size
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
@@ -383,7 +394,9 @@ func (a *auditor) sensitive(key string) bool {
 // hashArgs returns the hex SHA-256 of canonical JSON.
 func hashArgs(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // AuditFailures returns the number of audit records that could not be

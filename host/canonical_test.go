@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -105,6 +106,76 @@ func FuzzCanonicalArgs(f *testing.F) {
 		}
 		if !bytes.Equal(args, canonical) && !strings.Contains(string(args), redacted) {
 			t.Fatalf("%q: args %q differ from canonical %q without a redaction", in, args, canonical)
+		}
+	})
+}
+
+// appendStringRef is appendString as it was before it copied runs whole,
+// one byte or rune at a time: the reference its output must equal.
+func appendStringRef(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+var appendStringSeeds = []string{"", "hello", `a"b\c`, "tab\there\nnew\rret\x00\x1f\x7f", "é ☃ 𝄞",
+	"\u2028x\u2029", "bad \xff\xfe utf8 \xe2\x82", "<&>", "end\\"}
+
+func TestAppendString(t *testing.T) {
+	for _, s := range appendStringSeeds {
+		got, want := appendString(nil, s), appendStringRef(nil, s)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%q: %s, want %s", s, got, want)
+		}
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil || utf8.ValidString(s) && back != s {
+			t.Errorf("%q: %s decodes to %q, %v", s, got, back, err)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range appendStringSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, want := appendString([]byte("x"), s), appendStringRef([]byte("x"), s)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%q: %s, want %s", s, got, want)
+		}
+		if !json.Valid(got[1:]) {
+			t.Fatalf("%q: invalid JSON %s", s, got[1:])
 		}
 	})
 }
