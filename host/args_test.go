@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,11 +12,11 @@ import (
 )
 
 // argsOutcome is what a call makes of args through argsJSON and, when the
-// call decodes them, the decoder: the JSON text and the error.
+// call decodes them, decodeJSON: the JSON text and the error.
 func argsOutcome(args any, decodes bool) ([]byte, error) {
 	raw, err := argsJSON(args, decodes)
 	if err == nil && decodes {
-		if _, derr := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); derr != nil {
+		if _, derr := decodeJSON(raw); derr != nil {
 			return raw, argsError(args, derr)
 		}
 	}
@@ -86,4 +87,46 @@ func FuzzArgsJSON(f *testing.F) {
 		sameAsRawArgs(t, s)
 		sameAsRawArgs(t, json.RawMessage(s))
 	})
+}
+
+// sameAsUnmarshalJSON fails t unless decodeJSON decodes s to what
+// jsonschema.UnmarshalJSON does, or both refuse it.
+func sameAsUnmarshalJSON(t *testing.T, s string) {
+	t.Helper()
+	got, err := decodeJSON([]byte(s))
+	want, wantErr := jsonschema.UnmarshalJSON(strings.NewReader(s))
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("%.200q: decodeJSON error %v, jsonschema.UnmarshalJSON %v", s, err, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%.200q: decodeJSON gives %#v, jsonschema.UnmarshalJSON %#v", s, got, want)
+	}
+}
+
+var decodeSeeds = []string{
+	``, ` `, `{}`, `[]`, ` {"a" : [ 1 , -2.5e+3, 0, -0.0E-1, true, false, null, "x", {}, [] ] } `,
+	`{"a":1,"a":2}`, `{"k\u00e9y":"v\n\"\\\/\b\f\r\t\u2028"}`, `"\ud83d\ude00 \ud83d x \udc00"`, "\"\xff\xfe bad\"", "\"\x01\"",
+	`{"a":1,}`, `[1,]`, `{"a" 1}`, `{,}`, `{"a":01}`, `-`, `1.`, `1e`, `.5`, `+1`, `1e+`, `tru`, `truex`, `nul`, `[1 2]`,
+	`{"a":1}{}`, `{"a":1} x`, "\ufeff{}", `"\u12"`, `"\x"`, `"abc`, `{"a":"b`, `{"a`, `[`, `{`, "\"é\"", `123`, `-0`,
+	`1E400`, `{"<&>":"\u003c"}`,
+}
+
+func TestDecodeJSON(t *testing.T) {
+	for _, s := range decodeSeeds {
+		sameAsUnmarshalJSON(t, s)
+	}
+	// encoding/json's nesting limit.
+	for _, n := range []int{maxJSONDepth, maxJSONDepth + 1} {
+		sameAsUnmarshalJSON(t, strings.Repeat("[", n)+strings.Repeat("]", n))
+		sameAsUnmarshalJSON(t, strings.Repeat(`{"a":`, n)+"1"+strings.Repeat("}", n))
+	}
+}
+
+// FuzzDecodeJSON checks decodeJSON against jsonschema.UnmarshalJSON, which
+// it replaces on the call path: same value or both refuse.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(sameAsUnmarshalJSON)
 }

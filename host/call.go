@@ -47,7 +47,7 @@ func (h *Host) call(ctx context.Context, profile, name string, args any) (res *m
 		if decoded {
 			return nil
 		}
-		v, derr := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		v, derr := decodeJSON(raw)
 		if derr != nil {
 			return argsError(args, derr)
 		}
