@@ -8,10 +8,10 @@ import (
 
 // SizedCaller is an optional interface of a Transport that has a tool
 // result's JSON text at hand (a plugin's output) and can report its size
-// without encoding the result again. The host uses it, when a Transport
-// implements it, instead of CallTool for every tool call whose result size it
-// needs (for the audit record and the max_output check); otherwise it encodes
-// the result with encoding/json to measure it.
+// without encoding the result again. When a Transport implements it, the host
+// calls CallToolSized instead of CallTool for every tool call; otherwise it
+// encodes the result with encoding/json whenever it needs the size (for the
+// audit record and a server's max_output check).
 //
 // CallToolSized follows CallTool's contract in every respect (concurrency,
 // contexts, errors, max_output) and returns the same result.
