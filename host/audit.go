@@ -61,8 +61,9 @@ type AuditRecord struct {
 	// Args is the canonical arguments with the values of sensitive keys
 	// replaced by "[REDACTED]"; null when the arguments are not an object.
 	Args json.RawMessage `json:"args"`
-	// ResultBytes is the size of the result's JSON encoding (0 without a
-	// result).
+	// ResultBytes is the size in bytes of the result's JSON text: for a
+	// plugin, its output as the guest wrote it; for a server, the result's
+	// encoding by encoding/json (0 without a result).
 	ResultBytes int `json:"result_bytes"`
 	// Retries is how many times the call was sent again after a failure
 	// that never reached the backend, or (for a [tools.NAME] retry = true
@@ -171,7 +172,7 @@ func (a *auditor) write(rec *AuditRecord) {
 	if a.f == nil {
 		return
 	}
-	line := appendRecord(make([]byte, 0, 256+len(rec.Args)), rec)
+	line := appendRecord(make([]byte, 0, 512+len(rec.Args)+len(rec.Error)), rec)
 	a.mu.Lock()
 	var err error
 	if a.f == nil {
@@ -244,49 +245,86 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string (invalid UTF-8 becomes U+FFFD, as
-// with encoding/json; <, > and & are not escaped).
+// with encoding/json; <, > and & are not escaped). Runs of characters that
+// need no escaping are copied whole.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	start := 0 // s[start:i] is still to be copied
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
 				b = append(b, '\\', c)
-			case c == '\n':
+			case '\n':
 				b = append(b, '\\', 'n')
-			case c == '\r':
+			case '\r':
 				b = append(b, '\\', 'r')
-			case c == '\t':
+			case '\t':
 				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			default:
-				b = append(b, c)
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
 			i++
+			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
 		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
 			b = append(b, `\u202`...)
 			b = append(b, hexDigits[r&0xf])
 		default:
-			b = append(b, s[i:i+size]...)
+			i += size
+			continue
 		}
 		i += size
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
-// appendCanonical appends v (a value decoded from JSON with UseNumber) as
-// canonical JSON: object keys sorted, no insignificant space. With a non-nil
-// auditor, the values of sensitive keys are replaced by "[REDACTED]" and
-// configuration secrets inside strings are scrubbed.
-func appendCanonical(b []byte, v any, a *auditor) []byte {
+// canonicalArgs returns v (a value decoded from JSON with UseNumber) as
+// canonical JSON, object keys sorted at every level and no insignificant
+// space, and, for the audit record, args: the same with the values of
+// sensitive keys replaced by "[REDACTED]" and configuration secrets inside
+// strings scrubbed (see a.sensitive and a.scrub). The first pass writes the
+// canonical form and notes whether anything would be redacted; only then (most
+// arguments have no sensitive key) is args written in a second pass, else it
+// is canonical itself. hint is the expected size in bytes.
+func canonicalArgs(v any, a *auditor, hint int) (canonical, args []byte) {
+	c := canonWriter{a: a}
+	canonical = c.append(make([]byte, 0, hint), v)
+	if !c.found {
+		return canonical, canonical
+	}
+	c.redact = true
+	return canonical, c.append(make([]byte, 0, len(canonical)), v)
+}
+
+// canonWriter writes canonical JSON. With redact false it writes values as
+// they are and sets found when a (if not nil) would redact or scrub one; with
+// redact true it redacts.
+type canonWriter struct {
+	a      *auditor
+	redact bool
+	found  bool
+}
+
+// check reports whether the redaction pass is still to be decided.
+func (c *canonWriter) check() bool { return c.a != nil && !c.redact && !c.found }
+
+func (c *canonWriter) append(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...)
@@ -297,8 +335,13 @@ func appendCanonical(b []byte, v any, a *auditor) []byte {
 	case float64:
 		return strconv.AppendFloat(b, v, 'g', -1, 64)
 	case string:
-		if a != nil && a.scrub != nil {
-			v = a.scrub.Replace(v)
+		if c.a != nil && c.a.scrub != nil && (c.redact || !c.found) {
+			s := c.a.scrub.Replace(v)
+			if c.redact {
+				v = s
+			} else if s != v {
+				c.found = true
+			}
 		}
 		return appendString(b, v)
 	case []any:
@@ -307,7 +350,7 @@ func appendCanonical(b []byte, v any, a *auditor) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendCanonical(b, e, a)
+			b = c.append(b, e)
 		}
 		return append(b, ']')
 	case map[string]any:
@@ -324,11 +367,14 @@ func appendCanonical(b []byte, v any, a *auditor) []byte {
 			}
 			b = appendString(b, k)
 			b = append(b, ':')
-			if a != nil && a.sensitive(k) {
+			if c.redact && c.a.sensitive(k) {
 				b = appendString(b, redacted)
 				continue
 			}
-			b = appendCanonical(b, v[k], a)
+			if c.check() && c.a.sensitive(k) {
+				c.found = true
+			}
+			b = c.append(b, v[k])
 		}
 		return append(b, '}')
 	default:
@@ -370,7 +416,9 @@ func (a *auditor) sensitive(key string) bool {
 // hashArgs returns the hex SHA-256 of canonical JSON.
 func hashArgs(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // AuditFailures returns the number of audit records that could not be

@@ -61,27 +61,26 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	// The arguments are decoded once, up front, so that every audit record
 	// (denied and unknown-tool calls too) carries their hash and redacted
 	// copy.
-	raw, argErr := rawArgs(args)
+	raw, argErr := argsJSON(args, rec != nil || ok && e.in != nil && !h.noValidate)
 	var val any
 	decoded := false
 	decode := func() error {
 		if decoded {
 			return nil
 		}
-		v, derr := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		v, derr := decodeJSON(raw)
 		if derr != nil {
-			return derr
+			return argsError(args, derr)
 		}
 		val, decoded = v, true
 		if rec != nil {
-			buf := appendCanonical(make([]byte, 0, len(raw)+16), val, nil)
-			rec.ArgsSHA256 = hashArgs(buf)
-			rec.Args = appendCanonical(buf[len(buf):], val, h.audit)
+			canonical, args := canonicalArgs(val, h.audit, len(raw))
+			rec.ArgsSHA256, rec.Args = hashArgs(canonical), args
 		}
 		return nil
 	}
 	if rec != nil && argErr == nil {
-		_ = decode()
+		argErr = decode()
 	}
 
 	if !ok {
@@ -116,7 +115,7 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	check := e.in != nil && !h.noValidate
 	if check || rec != nil {
 		if derr := decode(); derr != nil {
-			return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalidArguments, derr)
+			return nil, fmt.Errorf("%s: %w", name, derr)
 		}
 		if check {
 			if verr := e.in.Validate(val); verr != nil {
@@ -128,10 +127,16 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	}
 
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, e.b.timeout)
-	defer cancel()
-	var retries int
-	res, retries, err = h.invoke(ctx, e, name, raw)
+	if e.b.kind != KindPlugin {
+		// The sandbox applies a plugin's timeout (the same e.b.timeout)
+		// itself: one deadline per call, not two. (Waiting for a plugin
+		// that restarts, and retries, get their own; see invoke.)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.b.timeout)
+		defer cancel()
+	}
+	var size, retries int
+	res, size, retries, err = h.invoke(ctx, e, name, raw, e.b.maxOutput > 0 || rec != nil)
 	if rec != nil {
 		rec.Retries = retries
 	}
@@ -146,18 +151,12 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if e.b.maxOutput > 0 || rec != nil {
-		enc, merr := json.Marshal(res)
-		if merr != nil {
-			return nil, fmt.Errorf("%s: encoding the result: %w", name, merr)
-		}
-		if rec != nil {
-			rec.ResultBytes = len(enc)
-		}
-		if e.b.maxOutput > 0 && len(enc) > e.b.maxOutput {
-			return nil, fmt.Errorf("%s: result of %d bytes exceeds max_output (%d bytes) of [servers.%s]: %w; raise max_output or ask for less",
-				name, len(enc), e.b.maxOutput, e.b.name, transport.ErrOutputTooLarge)
-		}
+	if rec != nil {
+		rec.ResultBytes = size
+	}
+	if e.b.maxOutput > 0 && size > e.b.maxOutput {
+		return nil, fmt.Errorf("%s: result of %d bytes exceeds max_output (%d bytes) of [servers.%s]: %w; raise max_output or ask for less",
+			name, size, e.b.maxOutput, e.b.name, transport.ErrOutputTooLarge)
 	}
 	if e.out != nil && !h.noValidate && !res.IsError && res.StructuredContent != nil {
 		if verr := e.out.Validate(structured(res.StructuredContent)); verr != nil {

@@ -25,19 +25,20 @@ const (
 // the call again, after a backoff and within ctx, when the failure never
 // reached the backend (transport.ErrNotSent) or, for a [tools.NAME] with
 // retry = true, when the backend failed it. It returns the number of
-// retries made. Errors: a *CircuitOpenError (ErrCircuitOpen),
+// retries made, and the size of the result's JSON text (see callSized;
+// needSize asks for it). Errors: a *CircuitOpenError (ErrCircuitOpen),
 // ErrBackendUnavailable, or the transport's.
-func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte) (*mcp.CallToolResult, int, error) {
+func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte, needSize bool) (*mcp.CallToolResult, int, int, error) {
 	b := e.b
 	br, tbr := b.breakers(h, name)
 	doneB, err := br.allow(b.name, "")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	doneT, err := tbr.allow(b.name, name)
 	if err != nil {
 		doneB(false)
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	idempotent := false
 	if t := h.cfg.Tools[name]; t != nil {
@@ -46,7 +47,7 @@ func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte) (*m
 	params := &mcp.CallToolParams{Name: e.name, Arguments: json.RawMessage(raw)}
 	var bo *backoff.ExponentialBackOff
 	var res *mcp.CallToolResult
-	retries := 0
+	size, retries := 0, 0
 	for {
 		var tr transport.Transport
 		var gen uint64
@@ -54,13 +55,20 @@ func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte) (*m
 		if err != nil {
 			break
 		}
-		res, err = tr.CallTool(ctx, params)
+		res, size, err = callSized(ctx, tr, params, needSize)
 		err = b.release(gen, err)
 		if err == nil || ctx.Err() != nil {
 			break
 		}
 		if !errors.Is(err, transport.ErrNotSent) && !(idempotent && countsAsFailure(err)) {
 			break
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			// A plugin call carries no host deadline (the sandbox applies
+			// the timeout per attempt): retries are bounded by one.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, b.timeout)
+			defer cancel()
 		}
 		if bo == nil {
 			bo = &backoff.ExponentialBackOff{InitialInterval: retryMin, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: retryMax}
@@ -85,7 +93,7 @@ func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte) (*m
 	failed := countsAsFailure(err)
 	doneT(failed)
 	doneB(failed)
-	return res, retries, err
+	return res, size, retries, err
 }
 
 // fallback returns the fallback configured for the tool name when err may

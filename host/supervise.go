@@ -168,6 +168,13 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 		}
 		state, wake, lastErr := b.state, b.wake, b.lastErr
 		b.mu.Unlock()
+		if _, ok := ctx.Deadline(); !ok {
+			// (A plugin call has no host deadline: the sandbox applies the
+			// timeout to the call itself. Waiting is bounded by it too.)
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, b.timeout)
+			defer cancel()
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():

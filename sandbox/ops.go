@@ -139,8 +139,17 @@ func (p *Plugin) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 // message as text, not as an error. A result without content and without
 // structuredContent, or output that is not JSON, wraps transport.ErrProtocol.
 func (p *Plugin) CallTool(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	res, _, err := p.CallToolSized(ctx, params)
+	return res, err
+}
+
+// CallToolSized is CallTool that also returns the size in bytes of the
+// guest's output (at most max_output), or, for the result made from a
+// failure the guest reported with error_set, of that result's JSON encoding;
+// 0 with an error. It implements transport.SizedCaller.
+func (p *Plugin) CallToolSized(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, int, error) {
 	if params == nil || params.Name == "" {
-		return nil, p.errorf("call_tool: no tool name given")
+		return nil, 0, p.errorf("call_tool: no tool name given")
 	}
 	var export string
 	var input []byte
@@ -148,25 +157,30 @@ func (p *Plugin) CallTool(ctx context.Context, params *mcp.CallToolParams) (*mcp
 		export = "call"
 		b, err := json.Marshal(map[string]any{"params": map[string]any{"name": params.Name, "arguments": params.Arguments}})
 		if err != nil {
-			return nil, p.errorf("call: encoding arguments: %v", err)
+			return nil, 0, p.errorf("call: encoding arguments: %v", err)
 		}
 		input = b
 	} else {
 		export = "call_tool"
 		input = p.v2(params, params.Meta)
 		if input == nil {
-			return nil, p.errorf("call_tool: arguments cannot be encoded as JSON")
+			return nil, 0, p.errorf("call_tool: arguments cannot be encoded as JSON")
 		}
 	}
 	out, err := p.invoke(ctx, export, input)
 	if err != nil {
 		var ge *guestError
 		if errors.As(err, &ge) {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ge.msg}}}, nil
+			res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ge.msg}}}
+			enc, merr := json.Marshal(res)
+			if merr != nil {
+				return nil, 0, p.errorf("%s: encoding the guest's error as a result: %v", export, merr)
+			}
+			return res, len(enc), nil
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	return decodeOutput(p, export, out, func(r *mcp.CallToolResult) error {
+	res, err := decodeOutput(p, export, out, func(r *mcp.CallToolResult) error {
 		if r.Content == nil && r.StructuredContent == nil {
 			return errors.New(`result has neither "content" nor "structuredContent"`)
 		}
@@ -175,6 +189,10 @@ func (p *Plugin) CallTool(ctx context.Context, params *mcp.CallToolParams) (*mcp
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return res, len(out), nil
 }
 
 func (p *Plugin) has(export string) bool {

@@ -142,7 +142,10 @@ type Plugin struct {
 	caps       *mcp.ServerCapabilities
 }
 
-var _ transport.Transport = (*Plugin)(nil)
+var (
+	_ transport.Transport   = (*Plugin)(nil)
+	_ transport.SizedCaller = (*Plugin)(nil)
+)
 
 func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
 	if opts == nil {
