@@ -74,8 +74,8 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 		}
 		val, decoded = v, true
 		if rec != nil {
-			canonical, args := canonicalArgs(val, h.audit, len(raw))
-			rec.ArgsSHA256, rec.Args = hashArgs(canonical), args
+			canonical, redactedArgs := canonicalArgs(val, h.audit, len(raw))
+			rec.ArgsSHA256, rec.Args = hashArgs(canonical), redactedArgs
 		}
 		return nil
 	}

@@ -153,8 +153,8 @@ const maxJSONDepth = 10000
 // value with optional space around it, or nesting deeper than 10000. It does
 // in one pass what jsonschema.UnmarshalJSON does in three (the json.Decoder
 // scans the value, decodes it scanning again, then looks for a second
-// value): on a small argument object about a tenth of the time and
-// allocations.
+// value): on a small argument object about a third of the time and half
+// the allocations.
 func decodeJSON(b []byte) (any, error) {
 	p := jsonParser{s: b}
 	p.space()
