@@ -147,20 +147,23 @@ func (h *Host) setState(b *backend, state State, err error) {
 func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error) {
 	for {
 		b.mu.Lock()
-		switch b.state {
-		case StateReady:
+		switch {
+		case b.state == StateReady && b.tr == nil:
+			// A connection just detached (lost, idle, restarting, closing):
+			// its new state follows at once; wait for it.
+		case b.state == StateReady:
 			b.inflight++
 			tr, gen := b.tr, b.gen
 			b.mu.Unlock()
 			return tr, gen, nil
-		case StateFailed:
+		case b.state == StateFailed:
 			err := b.lastErr
 			b.mu.Unlock()
 			return nil, 0, fmt.Errorf("%w: backend %q failed (see toolhost status): %w", ErrBackendUnavailable, b.name, err)
-		case StateClosed:
+		case b.state == StateClosed:
 			b.mu.Unlock()
 			return nil, 0, ErrClosed
-		case StateIdle:
+		case b.state == StateIdle:
 			select {
 			case b.startReq <- struct{}{}:
 			default:
@@ -287,6 +290,10 @@ func (h *Host) supervise(b *backend) {
 		b.mu.Lock()
 		state, gen, tr, lastUsed := b.state, b.gen, b.tr, b.lastUsed
 		b.mu.Unlock()
+		if state == StateReady && tr == nil {
+			// Detached a moment ago; its new state is being set.
+			state = StateStarting
+		}
 		var done <-chan struct{}
 		var idle <-chan time.Time
 		if state == StateReady {
