@@ -151,31 +151,15 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 		case "host":
 			l.table(top[k], key, reflect.ValueOf(&cfg.Host).Elem())
 		case "servers":
-			for name, prim := range l.subtables(top[k], key, "servers.NAME") {
-				s := &Server{Name: name, Line: l.loc.line(toml.Key{k, name})}
-				l.table(prim, toml.Key{k, name}, reflect.ValueOf(s).Elem())
-				cfg.Servers[name] = s
-			}
+			named(l, top[k], key, cfg.Servers, func(name string, line int) *Server { return &Server{Name: name, Line: line} })
 		case "plugins":
-			for name, prim := range l.subtables(top[k], key, "plugins.NAME") {
-				p := &Plugin{Name: name, Line: l.loc.line(toml.Key{k, name})}
-				l.table(prim, toml.Key{k, name}, reflect.ValueOf(p).Elem())
-				cfg.Plugins[name] = p
-			}
+			named(l, top[k], key, cfg.Plugins, func(name string, line int) *Plugin { return &Plugin{Name: name, Line: line} })
 		case "policy":
 			l.table(top[k], key, reflect.ValueOf(&cfg.Policy).Elem())
 		case "tools":
-			for name, prim := range l.subtables(top[k], key, "tools.NAME") {
-				t := &ToolOptions{Name: name, Line: l.loc.line(toml.Key{k, name})}
-				l.table(prim, toml.Key{k, name}, reflect.ValueOf(t).Elem())
-				cfg.Tools[name] = t
-			}
+			named(l, top[k], key, cfg.Tools, func(name string, line int) *ToolOptions { return &ToolOptions{Name: name, Line: line} })
 		case "profiles":
-			for name, prim := range l.subtables(top[k], key, "profiles.NAME") {
-				p := &Profile{Name: name, Line: l.loc.line(toml.Key{k, name})}
-				l.table(prim, toml.Key{k, name}, reflect.ValueOf(p).Elem())
-				cfg.Profiles[name] = p
-			}
+			named(l, top[k], key, cfg.Profiles, func(name string, line int) *Profile { return &Profile{Name: name, Line: line} })
 		default:
 			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "servers", "tools"})
 		}
@@ -259,10 +243,16 @@ func (l *loader) tableOf(prim toml.Primitive, key toml.Key, want string) (map[st
 	return m, true
 }
 
-// subtables decodes the [servers] or [plugins] table into its NAME tables.
-func (l *loader) subtables(prim toml.Primitive, key toml.Key, header string) map[string]toml.Primitive {
-	m, _ := l.tableOf(prim, key, "a table of ["+header+"] tables")
-	return m
+// named decodes a table of [KIND.NAME] tables (key is KIND) into out: one
+// *T per NAME, made by mk with the NAME and its header's line.
+func named[T any](l *loader, prim toml.Primitive, key toml.Key, out map[string]*T, mk func(name string, line int) *T) {
+	m, _ := l.tableOf(prim, key, "a table of ["+key[0]+".NAME] tables")
+	for name, sub := range m {
+		k := toml.Key{key[0], name}
+		v := mk(name, l.loc.line(k))
+		l.table(sub, k, reflect.ValueOf(v).Elem())
+		out[name] = v
+	}
 }
 
 // table decodes prim into the struct v, key by key, by toml tag.

@@ -141,7 +141,7 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 		rec.Retries = retries
 	}
 	if err != nil {
-		if fb := h.fallback(name, fallbackFor, err); fb != "" {
+		if fb := fallback(e, fallbackFor, err); fb != "" {
 			e.b.logger.Warn("call failed; using its fallback", "tool", name, "fallback", fb, "error", err)
 			primaryErr = fmt.Errorf("%s: %w", name, err)
 			if rec != nil {

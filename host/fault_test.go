@@ -57,7 +57,7 @@ type faultHost struct {
 	*host.Host
 	t      *testing.T
 	events chan host.Event
-	logs   *lockedBuffer
+	logs   *syncBuffer
 }
 
 // newFaultHost starts a host on faultConfig with the victim's extra
@@ -71,7 +71,7 @@ func newFaultHost(t *testing.T, args, extra string) *faultHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fh := &faultHost{t: t, events: make(chan host.Event, 1000), logs: &lockedBuffer{}}
+	fh := &faultHost{t: t, events: make(chan host.Event, 1000), logs: &syncBuffer{}}
 	ignore := goleak.IgnoreCurrent()
 	h, err := host.New(context.Background(), cfg, &host.Options{
 		Logger:         hclog.New(&hclog.LoggerOptions{Name: "host", Output: fh.logs, Level: hclog.Debug}),
@@ -125,23 +125,6 @@ func children() []string {
 		}
 	}
 	return out
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // echo calls name (an echo tool) and checks the answer.

@@ -98,8 +98,9 @@ type entry struct {
 	b    *backend
 	name string // backend's own name
 	tool *mcp.Tool
-	in   *jsonschema.Schema // compiled inputSchema; nil: nothing to check
-	out  *jsonschema.Schema // compiled outputSchema; nil: nothing to check
+	in   *jsonschema.Schema  // compiled inputSchema; nil: nothing to check
+	out  *jsonschema.Schema  // compiled outputSchema; nil: nothing to check
+	opts *config.ToolOptions // its [tools.NAME] table; nil: none
 }
 
 // Host serves one catalogue over many backends. Its methods are safe for
@@ -357,7 +358,7 @@ func (h *Host) rebuild(strict bool) error {
 			}
 			cp := *t
 			cp.Name = name
-			tools[name] = entry{b: b, name: t.Name, tool: &cp, in: in, out: out}
+			tools[name] = entry{b: b, name: t.Name, tool: &cp, in: in, out: out, opts: h.cfg.Tools[name]}
 		}
 	}
 	if len(errs) > 0 && strict {

@@ -67,13 +67,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func text(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
+	return resultString(res)
 }
 
 // waitState waits up to 5s for backend name to reach state and returns its

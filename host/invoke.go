@@ -40,10 +40,7 @@ func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte, nee
 		doneB(false)
 		return nil, 0, 0, err
 	}
-	idempotent := false
-	if t := h.cfg.Tools[name]; t != nil {
-		idempotent = t.Retry
-	}
+	idempotent := e.opts != nil && e.opts.Retry
 	params := &mcp.CallToolParams{Name: e.name, Arguments: json.RawMessage(raw)}
 	var bo *backoff.ExponentialBackOff
 	var res *mcp.CallToolResult
@@ -96,19 +93,18 @@ func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte, nee
 	return res, size, retries, err
 }
 
-// fallback returns the fallback configured for the tool name when err may
+// fallback returns the fallback configured for e (the tool) when err may
 // be worked around by it (an open circuit, an unavailable backend, or a
 // backend failure left after any retries), and "" otherwise. A fallback
 // call (fallbackFor set) has none.
-func (h *Host) fallback(name, fallbackFor string, err error) string {
-	t := h.cfg.Tools[name]
-	if t == nil || t.Fallback == "" || fallbackFor != "" || errors.Is(err, context.Canceled) {
+func fallback(e entry, fallbackFor string, err error) string {
+	if e.opts == nil || e.opts.Fallback == "" || fallbackFor != "" || errors.Is(err, context.Canceled) {
 		return ""
 	}
 	if !countsAsFailure(err) && !errors.Is(err, ErrCircuitOpen) {
 		return ""
 	}
-	return t.Fallback
+	return e.opts.Fallback
 }
 
 // down reports whether b is down for a profile's requires: failed, or
