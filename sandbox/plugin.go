@@ -327,7 +327,11 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	p.mu.Unlock()
 
 	// Warm one instance: runs the guest's _initialize and its list export.
-	wctx, cancel := context.WithTimeout(ctx, p.timeout)
+	// This is a start step, like an MCP server's initialize, so it is
+	// bounded by the caller's start deadline (the host's startup_timeout),
+	// not by the per-call timeout: a first instantiation on a loaded machine
+	// can legitimately take longer than a tight call timeout.
+	wctx, cancel := warmContext(ctx, p.timeout)
 	defer cancel()
 	in, err := p.newInstance(wctx)
 	if err == nil {
@@ -335,6 +339,10 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		if err != nil && !in.broken {
 			in.close()
 		}
+	}
+	if err != nil && wctx.Err() == context.DeadlineExceeded && ctx.Err() != context.Canceled && !p.isClosed() {
+		err = p.errorf("the first instance did not finish _initialize and %s within the start deadline: %w: %w; the guest was stopped; raise startup_timeout in [plugins.%s] if the plugin legitimately needs longer to start",
+			p.listExport(), transport.ErrTimeout, context.DeadlineExceeded, p.name)
 	}
 	if err != nil {
 		if in != nil && in.broken {
@@ -374,6 +382,16 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		Capabilities:    caps,
 		ServerInfo:      &mcp.Implementation{Name: p.name, Version: "sha256:" + digest[:12]},
 	}, nil
+}
+
+// warmContext bounds the warm-up of a plugin's first instance: by ctx's own
+// deadline when it has one (the host sets startup_timeout), else by the
+// longer of config.DefaultStartupTimeout and the per-call timeout.
+func warmContext(ctx context.Context, callTimeout time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, max(config.DefaultStartupTimeout, callTimeout))
 }
 
 func pagesSize(pages uint64) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -252,5 +253,35 @@ func TestInspect(t *testing.T) {
 	r, err = Inspect(context.Background(), fixture(t, "escape"), &InspectOptions{Engine: e})
 	if err != nil || !r.Needs.Files {
 		t.Errorf("escape: %+v %v", r, err)
+	}
+}
+
+// TestWarmUpDeadline checks that warming the first instance (_initialize
+// and the list export) is bounded by the start deadline, not by the
+// per-call timeout: a tight call timeout must not fail a slow first start,
+// and a guest that never finishes starting is stopped at the start deadline.
+func TestWarmUpDeadline(t *testing.T) {
+	e := newTestEngine(t)
+	// Shorter than any instantiation: the call timeout must not apply.
+	connect(t, e, "echo", config.Plugin{Name: "tight", Timeout: config.Duration(time.Microsecond)}, nil)
+
+	connect(t, e, "loop", config.Plugin{}, nil) // compiled once, so the deadline below times the warm-up only
+	p := e.Plugin(&config.Plugin{Name: "hang", Path: fixture(t, "loop"), Timeout: config.Duration(time.Minute), Config: map[string]string{"hang_list": "1"}}, nil)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := p.Connect(ctx)
+	d := time.Since(start)
+	for _, w := range []error{transport.ErrTimeout, context.DeadlineExceeded, transport.ErrInitialize} {
+		if !errors.Is(err, w) {
+			t.Errorf("%v does not wrap %v", err, w)
+		}
+	}
+	if err != nil && !strings.Contains(err.Error(), "start deadline") {
+		t.Errorf("%v does not name the start deadline", err)
+	}
+	if d > 10*time.Second {
+		t.Errorf("Connect returned after %v, want about 1s", d)
 	}
 }
