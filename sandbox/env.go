@@ -259,9 +259,8 @@ var envFuncs = []hostFn{
 		stack[0] = in.writeBlock(ctx, []byte(v))
 	}},
 	{"var_get", []api.ValueType{i64}, []api.ValueType{i64}, func(ctx context.Context, in *instance, stack []uint64) {
-		key := string(in.readBlock(ctx, stack[0]))
+		v, ok := in.vars[string(in.readBlock(ctx, stack[0]))] // no key copy for the lookup
 		in.free(ctx, stack[0])
-		v, ok := in.vars[key]
 		if !ok {
 			stack[0] = 0
 			return

@@ -38,6 +38,10 @@ func newClient(logger hclog.Logger, onChange func(ListKind)) *mcp.Client {
 		// end-user client, and must not let a server drive it.
 		Capabilities: &mcp.ClientCapabilities{},
 		Logger:       slog.New(slog.DiscardHandler),
+		// Logging is deprecated as of protocol version 2026-07-28 (SEP-2577)
+		// but servers still send notifications/message; they go to the debug
+		// log rather than being dropped.
+		//lint:ignore SA1019 servers speaking older protocol versions still log
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			p := req.Params
 			logger.Debug("server log", "level", p.Level, "logger", p.Logger, "data", p.Data)
