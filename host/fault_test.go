@@ -861,3 +861,82 @@ func waitHTTP(t *testing.T, u string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestHealthToolAndCheckHealth: health_check = "tool" calls the configured
+// tool with its arguments and counts a tool error as a failure; the
+// health_threshold-th failure restarts the backend. CheckHealth runs a check
+// on demand and reports its own result.
+func TestHealthToolAndCheckHealth(t *testing.T) {
+	fh := newFaultHost(t, "", `
+[servers.good]
+command = "@FIXTURE@"
+health_check = "tool"
+health_tool = "echo"
+health_args = { text = "alive" }
+health_interval = "1h"
+
+[servers.bad]
+command = "@FIXTURE@"
+health_check = "tool"
+health_tool = "fail"
+health_args = { message = "disk full" }
+health_interval = "1h"
+health_threshold = 2
+restart_backoff = { min = "10ms", max = "100ms" }
+
+[servers.unchecked]
+command = "@FIXTURE@"
+health_check = "none"
+
+[servers.later]
+command = "@FIXTURE@"
+start = "lazy"
+`)
+	ctx := context.Background()
+	if st := statusOf(fh.Host, "good"); st.Health != host.HealthUnknown {
+		t.Errorf("good before any check: health %q, want unknown", st.Health)
+	}
+	if err := fh.CheckHealth(ctx, "good"); err != nil {
+		t.Fatalf("good: %v", err)
+	}
+	if st := statusOf(fh.Host, "good"); st.Health != host.HealthOK {
+		t.Errorf("good after a check: health %q, want ok", st.Health)
+	}
+
+	pid := statusOf(fh.Host, "bad").Pid
+	err := fh.CheckHealth(ctx, "bad")
+	if err == nil || !strings.Contains(err.Error(), `health tool "fail" returned a tool error: disk full`) {
+		t.Fatalf("bad, first check: %v", err)
+	}
+	if st := statusOf(fh.Host, "bad"); st.State != host.StateReady || st.Health != host.HealthFailing || st.HealthFailures != 1 || st.Restarts != 0 {
+		t.Errorf("bad after one failed check (threshold 2): %+v", st)
+	}
+	if err := fh.CheckHealth(ctx, "bad"); err == nil {
+		t.Fatal("bad, second check passed")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st := statusOf(fh.Host, "bad"); st.Restarts == 0 || st.State != host.StateReady; st = statusOf(fh.Host, "bad") {
+		if time.Now().After(deadline) {
+			t.Fatalf("bad not restarted after health_threshold failed checks: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := statusOf(fh.Host, "bad")
+	if !errors.Is(st.Err, host.ErrUnhealthy) || st.Pid == pid || st.Health != host.HealthUnknown {
+		t.Errorf("bad after its restart: %+v (err %v), want a new pid, ErrUnhealthy as last error, health unknown", st, st.Err)
+	}
+	waitGone(t, pid)
+
+	if err := fh.CheckHealth(ctx, "unchecked"); err != nil {
+		t.Errorf("health_check = none: %v, want nil", err)
+	}
+	if st := statusOf(fh.Host, "unchecked"); st.Health != host.HealthOff {
+		t.Errorf("unchecked: health %q, want off", st.Health)
+	}
+	if err := fh.CheckHealth(ctx, "later"); !errors.Is(err, host.ErrBackendUnavailable) || !strings.Contains(err.Error(), "idle") {
+		t.Errorf("lazy backend not started: %v, want ErrBackendUnavailable naming its state", err)
+	}
+	if err := fh.CheckHealth(ctx, "nope"); !errors.Is(err, host.ErrUnknownBackend) {
+		t.Errorf("unknown backend: %v, want ErrUnknownBackend", err)
+	}
+}

@@ -60,6 +60,7 @@ type backend struct {
 	lostSig    chan struct{}   // buffered 1: a call detached a lost connection (see lost)
 	checkNow   chan struct{}   // buffered 1: a call timed out; check health now
 	restartReq chan chan error // Host.Restart
+	healthReq  chan chan error // Host.CheckHealth
 	changed    chan listChange // buffered: a list_changed notification
 	firstDone  chan struct{}   // closed when the first attempt (eager) has ended
 	firstOnce  sync.Once
@@ -100,7 +101,8 @@ type listChange struct {
 func (h *Host) newBackend(name, kind, prefix string, timeout time.Duration, sv config.Supervision) *backend {
 	b := &backend{h: h, name: name, kind: kind, prefix: prefix, timeout: timeout, logger: h.logger.Named(name), sv: sv,
 		startReq: make(chan struct{}, 1), lostSig: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), restartReq: make(chan chan error),
-		changed: make(chan listChange, 8), firstDone: make(chan struct{}),
+		healthReq: make(chan chan error),
+		changed:   make(chan listChange, 8), firstDone: make(chan struct{}),
 		state: StateStarting, since: time.Now(), wake: make(chan struct{})}
 	if sv.Start == config.StartLazy {
 		b.state = StateIdle
@@ -325,16 +327,26 @@ func (h *Host) supervise(b *backend) {
 			retry = h.lose(b, gen, explainLost(tr))
 		case <-b.checkNow:
 			if state == StateReady {
-				if err := h.checkHealth(b, tr); err != nil {
+				if _, err := h.checkHealth(b, tr); err != nil {
 					retry = h.lose(b, gen, err)
 				}
 			}
 		case <-health:
 			if state == StateReady {
-				if err := h.checkHealth(b, tr); err != nil {
+				if _, err := h.checkHealth(b, tr); err != nil {
 					retry = h.lose(b, gen, err)
 				}
 			}
+		case reply := <-b.healthReq:
+			if state != StateReady {
+				reply <- fmt.Errorf("%w: %q is %s", ErrBackendUnavailable, b.name, state)
+				break
+			}
+			checkErr, err := h.checkHealth(b, tr)
+			if err != nil {
+				retry = h.lose(b, gen, err)
+			}
+			reply <- checkErr
 		case <-idle:
 			h.stopIfIdle(b)
 		case <-retry:
@@ -532,9 +544,13 @@ func (h *Host) closeAsync(tr transport.Transport) {
 	}()
 }
 
-// checkHealth runs one health check of b and returns an error wrapping
-// ErrUnhealthy once health_threshold consecutive checks have failed.
-func (h *Host) checkHealth(b *backend, tr transport.Transport) error {
+// checkHealth runs one health check of b. checkErr is the check's own
+// failure; lost wraps ErrUnhealthy once health_threshold consecutive checks
+// have failed (the caller then takes the connection down).
+func (h *Host) checkHealth(b *backend, tr transport.Transport) (checkErr, lost error) {
+	if b.sv.HealthCheck == config.HealthNone {
+		return nil, nil
+	}
 	ctx, cancel := context.WithTimeout(h.ctx, b.sv.HealthTimeout.Std())
 	defer cancel()
 	var err error
@@ -553,7 +569,7 @@ func (h *Host) checkHealth(b *backend, tr transport.Transport) error {
 		}
 	}
 	if h.ctx.Err() != nil {
-		return nil
+		return ErrClosed, nil
 	}
 	b.mu.Lock()
 	b.healthAt = time.Now()
@@ -571,12 +587,12 @@ func (h *Host) checkHealth(b *backend, tr transport.Transport) error {
 		b.logger.Warn("health check failed", "failures", n, "threshold", b.sv.HealthThreshold, "error", err)
 		h.emit(Event{Kind: EventHealth, Backend: b.name, Err: err})
 		if n >= b.sv.HealthThreshold {
-			return fmt.Errorf("%w: %d consecutive health checks failed, the last: %w", ErrUnhealthy, n, err)
+			return err, fmt.Errorf("%w: %d consecutive health checks failed, the last: %w", ErrUnhealthy, n, err)
 		}
 	case was > 0:
 		h.emit(Event{Kind: EventHealth, Backend: b.name})
 	}
-	return nil
+	return err, nil
 }
 
 func resultText(res *mcp.CallToolResult) string {
@@ -742,6 +758,37 @@ func (h *Host) Restart(ctx context.Context, name string) error {
 			return fmt.Errorf("%w: restarting %q: %w", ErrBackendUnavailable, name, err)
 		}
 		return nil
+	case <-h.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CheckHealth runs backend name's configured health check now (an MCP
+// ping, or its health_tool call, within health_timeout) on its supervisor
+// goroutine, and returns the check's own error, or nil if it passed. The
+// result counts like a periodic check: it updates BackendStatus.Health, and
+// the health_threshold-th consecutive failure restarts the backend. With
+// health_check = "none" it returns nil without contacting the backend.
+// Other errors: ErrUnknownBackend; ErrBackendUnavailable when the backend
+// is not ready (idle, starting, restarting, failed); ErrClosed; ctx's error.
+func (h *Host) CheckHealth(ctx context.Context, name string) error {
+	b, ok := h.byName[name]
+	if !ok {
+		return fmt.Errorf("%w: %q (see toolhost status)", ErrUnknownBackend, name)
+	}
+	reply := make(chan error, 1)
+	select {
+	case b.healthReq <- reply:
+	case <-h.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
 	case <-h.stop:
 		return ErrClosed
 	case <-ctx.Done():

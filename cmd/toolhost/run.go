@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -347,6 +348,9 @@ func (c *cli) status(args []string) int {
 		return c.usageError("usage: toolhost status [--json] [--watch INTERVAL]")
 	}
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
+		// One health check of every ready backend first, so that HEALTH
+		// says something about a host that has only just started.
+		checkAll(ctx, h)
 		for {
 			st := h.Status()
 			if *asJSON {
@@ -369,6 +373,18 @@ func (c *cli) status(args []string) int {
 			}
 		}
 	})
+}
+
+// checkAll runs one health check of every ready backend, concurrently;
+// the results land in h.Status.
+func checkAll(ctx context.Context, h *host.Host) {
+	var wg sync.WaitGroup
+	for _, st := range h.Status() {
+		if st.State == host.StateReady && st.Health != host.HealthOff {
+			wg.Go(func() { _ = h.CheckHealth(ctx, st.Name) })
+		}
+	}
+	wg.Wait()
 }
 
 // printStatus prints one line per backend.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
@@ -194,5 +195,26 @@ path = "`+wasm+`"
 	code, stdout, stderr = runCLI("--config", cfg, "call", "jq__jq", "--args", `{"filter":".a+1","input":{"a":41}}`)
 	if code != 0 || strings.TrimSpace(stdout) != "42" {
 		t.Fatalf("jq call: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+}
+
+// TestStatusChecksHealth: a one-shot toolhost status runs one health check
+// of every ready backend before printing, so HEALTH is ok (not unknown) on a
+// host that has only just started.
+func TestStatusChecksHealth(t *testing.T) {
+	cfg := writeConfig(t, fixtureConfig)
+	code, out, errs := runCLI("--config", cfg, "status", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var st []host.BackendStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	for _, s := range st {
+		want := map[string]string{"fixture": host.HealthOK, "broken": host.HealthUnknown}[s.Name]
+		if s.Health != want {
+			t.Errorf("%s: health %q, want %q", s.Name, s.Health, want)
+		}
 	}
 }
