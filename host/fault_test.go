@@ -744,6 +744,10 @@ func TestListChanged(t *testing.T) {
 	if _, err := fh.CallTool(ctx, "victim__fresh", nil); !errors.Is(err, host.ErrUnknownTool) {
 		t.Errorf("removed tool: %v, want ErrUnknownTool", err)
 	}
+	// The removed tool's circuit breaker went with it.
+	if names := host.ToolBreakers(fh.Host, "victim"); slices.Contains(names, "victim__fresh") || !slices.Contains(names, "victim__add_tool") {
+		t.Errorf("victim's tool breakers after victim__fresh was removed: %v", names)
+	}
 }
 
 func TestEventsOfARestart(t *testing.T) {

@@ -644,6 +644,17 @@ func (h *Host) listChanged(b *backend, tr transport.Transport, kind transport.Li
 	}
 	b.mu.Lock()
 	b.tools = tools
+	// A removed tool's breaker goes with it (a tool added again later
+	// starts closed, as after a restart).
+	keep := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		keep[catalogueName(b.prefix, t.Name)] = true
+	}
+	for name := range b.toolBr {
+		if !keep[name] {
+			delete(b.toolBr, name)
+		}
+	}
 	b.mu.Unlock()
 	b.logger.Info("tool list changed", "tools", len(tools))
 	h.catalogueChanged()
