@@ -248,9 +248,10 @@ func writeHeapProfile(suffix string) {
 // 400,000th); the RSS baseline is taken after that warm-up, so that RSS
 // growth measures what the load retains, not the guests' start-up.
 func warmWasm(t *testing.T, h *host.Host, mix []stressCall) {
-	const perInstance, instances, callers = 25000, 2, 4
+	const perInstance, instances, callers = 25000, 2, 4 // instances as in stressConfig
 	for _, c := range mix {
-		if !strings.HasPrefix(c.tool, "wasm__") && !strings.HasPrefix(c.tool, "pdk__") {
+		backend, _, _ := strings.Cut(c.tool, "__")
+		if statusOf(h, backend).Kind != "wasm" {
 			continue
 		}
 		var wg sync.WaitGroup

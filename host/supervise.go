@@ -751,13 +751,25 @@ func (h *Host) ensureStarted(ctx context.Context) {
 // error (wrapping ErrBackendUnavailable); a failed attempt is retried by
 // the restart policy. Errors: ErrUnknownBackend, ErrClosed, ctx's error.
 func (h *Host) Restart(ctx context.Context, name string) error {
+	return h.ask(ctx, name, func(b *backend) chan chan error { return b.restartReq }, func(err error) error {
+		if err != nil {
+			return fmt.Errorf("%w: restarting %q: %w", ErrBackendUnavailable, name, err)
+		}
+		return nil
+	})
+}
+
+// ask sends a request to backend name's supervisor on the channel req
+// picks, waits for the supervisor's reply and returns it, through wrap if
+// that is set. Its own errors: ErrUnknownBackend, ErrClosed, ctx's error.
+func (h *Host) ask(ctx context.Context, name string, req func(*backend) chan chan error, wrap func(error) error) error {
 	b, ok := h.byName[name]
 	if !ok {
 		return fmt.Errorf("%w: %q (see toolhost status)", ErrUnknownBackend, name)
 	}
 	reply := make(chan error, 1)
 	select {
-	case b.restartReq <- reply:
+	case req(b) <- reply:
 	case <-h.stop:
 		return ErrClosed
 	case <-ctx.Done():
@@ -765,10 +777,10 @@ func (h *Host) Restart(ctx context.Context, name string) error {
 	}
 	select {
 	case err := <-reply:
-		if err != nil {
-			return fmt.Errorf("%w: restarting %q: %w", ErrBackendUnavailable, name, err)
+		if wrap != nil {
+			return wrap(err)
 		}
-		return nil
+		return err
 	case <-h.stop:
 		return ErrClosed
 	case <-ctx.Done():
@@ -785,26 +797,7 @@ func (h *Host) Restart(ctx context.Context, name string) error {
 // Other errors: ErrUnknownBackend; ErrBackendUnavailable when the backend
 // is not ready (idle, starting, restarting, failed); ErrClosed; ctx's error.
 func (h *Host) CheckHealth(ctx context.Context, name string) error {
-	b, ok := h.byName[name]
-	if !ok {
-		return fmt.Errorf("%w: %q (see toolhost status)", ErrUnknownBackend, name)
-	}
-	reply := make(chan error, 1)
-	select {
-	case b.healthReq <- reply:
-	case <-h.stop:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-reply:
-		return err
-	case <-h.stop:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return h.ask(ctx, name, func(b *backend) chan chan error { return b.healthReq }, nil)
 }
 
 // Health of a backend, as in BackendStatus.Health.
