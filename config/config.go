@@ -61,6 +61,9 @@ type Config struct {
 	// Dir is the directory relative paths in the file are resolved against:
 	// the file's directory, or the working directory for unnamed input.
 	Dir string `toml:"-"`
+
+	// validated is set by Load, Parse and Validate.
+	validated bool
 }
 
 // Host is the [host] table.

@@ -178,8 +178,75 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 		l.errs.sort()
 		return nil, l.errs
 	}
+	cfg.validated = true
 	return cfg, nil
 }
+
+// Validate checks a Config built (or changed) in Go as Load checks a file,
+// and fills in the documented default of every field left zero: a zero
+// field always means its default (call_timeout 30s, health_interval 30s,
+// max_restarts 5, isolation "pooled", ...). It also does what Load does
+// after decoding: names each Server and Plugin after its map key when its
+// Name is empty, resolves relative paths against c.Dir (default: the
+// working directory), parses AllowedPaths into Mounts and compiles every
+// glob and regular expression.
+//
+// Problems are returned as an ErrorList whose entries name the key (like
+// "plugins.echo.instances") with Line 0. Validate may be called more than
+// once; host.New calls it for a Config that neither Load, Parse nor
+// Validate produced. It writes to c, so do not call it while another
+// goroutine uses c.
+func (c *Config) Validate() error {
+	if c.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("config: no Config.Dir and no working directory: %w", err)
+		}
+		c.Dir = wd
+	}
+	l := &loader{file: c.Path, dir: c.Dir, bad: map[string]bool{}, typos: map[string]bool{}}
+	for name, s := range c.Servers {
+		if s == nil {
+			l.errorf(toml.Key{"servers", name}, "is nil: use a *config.Server")
+			delete(c.Servers, name)
+		} else if s.Name == "" {
+			s.Name = name
+		}
+	}
+	for name, p := range c.Plugins {
+		if p == nil {
+			l.errorf(toml.Key{"plugins", name}, "is nil: use a *config.Plugin")
+			delete(c.Plugins, name)
+		} else if p.Name == "" {
+			p.Name = name
+		}
+	}
+	for name, p := range c.Profiles {
+		if p == nil {
+			c.Profiles[name] = &Profile{Name: name}
+		} else if p.Name == "" {
+			p.Name = name
+		}
+	}
+	for name, t := range c.Tools {
+		if t == nil {
+			c.Tools[name] = &ToolOptions{Name: name}
+		} else if t.Name == "" {
+			t.Name = name
+		}
+	}
+	l.validate(c)
+	if len(l.errs) > 0 {
+		l.errs.sort()
+		return l.errs
+	}
+	c.validated = true
+	return nil
+}
+
+// Validated reports whether c came from Load or Parse, or passed Validate
+// since.
+func (c *Config) Validated() bool { return c.validated }
 
 // syntaxError converts an error of the TOML decoder.
 func (l *loader) syntaxError(err error) error {
@@ -197,7 +264,11 @@ func (l *loader) syntaxError(err error) error {
 
 // errorf records a problem at key.
 func (l *loader) errorf(key toml.Key, format string, args ...any) {
-	l.errs = append(l.errs, &Error{File: l.file, Line: l.loc.line(key), Key: key.String(), Msg: fmt.Sprintf(format, args...)})
+	line := 0
+	if l.loc != nil {
+		line = l.loc.line(key)
+	}
+	l.errs = append(l.errs, &Error{File: l.file, Line: line, Key: key.String(), Msg: fmt.Sprintf(format, args...)})
 	if !l.validating {
 		l.bad[key.String()] = true
 	}
@@ -214,8 +285,10 @@ func (l *loader) reported(key toml.Key) bool {
 }
 
 // isSet reports whether key is in the file and decoded without a problem.
+// For a Config built in Go (no file) it is false: there, a zero field means
+// its default, and the checks look at values.
 func (l *loader) isSet(key toml.Key) bool {
-	return l.md.IsDefined(key...) && !l.reported(key)
+	return l.loc != nil && l.md.IsDefined(key...) && !l.reported(key)
 }
 
 // raw returns the plain Go value of prim: string, int64, float64, bool,

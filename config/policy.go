@@ -250,7 +250,7 @@ func (l *loader) validatePolicy(cfg *Config) {
 // backendTools compiles a backend's tools and deny_tools.
 func (l *loader) backendTools(key toml.Key, tools, deny []string) (allow, denied []Rule) {
 	k := func(name string) toml.Key { return append(key[:len(key):len(key)], name) }
-	if tools != nil && len(tools) == 0 && l.isSet(k("tools")) {
+	if tools != nil && len(tools) == 0 && (l.isSet(k("tools")) || l.loc == nil) {
 		l.errorf(k("tools"), "an empty list allows no tool: remove the key to allow every tool, or remove the backend")
 	}
 	return l.rules(k("tools"), tools, false), l.rules(k("deny_tools"), deny, false)
@@ -279,6 +279,7 @@ func ToolAllowed(allow, deny []Rule, name string) (bool, string) {
 // compileRedact compiles [host] audit_redact.
 func (l *loader) compileRedact(h *Host) {
 	key := toml.Key{"host", "audit_redact"}
+	h.AuditRedactRE = nil
 	for i, p := range h.AuditRedact {
 		re, err := regexp.Compile("(?i)" + p)
 		if err != nil {

@@ -151,7 +151,17 @@ type Host struct {
 // is invalid: two tools that map to the same name (ErrNameCollision, naming
 // both sources), a backend that cannot be built from cfg, or an audit log
 // that cannot be opened (ErrAudit). On error, everything started is stopped.
+//
+// cfg may come from config.Load or be built in Go: a Config that did not
+// pass config.Load, config.Parse or (*config.Config).Validate is validated
+// here first (its zero fields get their documented defaults, written into
+// cfg), and a problem is returned as that config.ErrorList.
 func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
+	if !cfg.Validated() {
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("host: invalid configuration: %w", err)
+		}
+	}
 	h := &Host{cfg: cfg, byName: map[string]*backend{}, stop: make(chan struct{})}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if opts != nil {
