@@ -61,9 +61,10 @@ run: build plugins
 	@./$(BIN)/toolhost status
 
 ## test: everything, with the race detector; builds what the tests need
+# Every benchmark also runs once (-benchtime=1x) so that a broken one fails here.
 test: build plugins
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m -bench . -benchtime=1x ./...
 	cd pdk && $(GO) vet ./... && $(GO) test -count=1 ./...
 	@# The load test's short form: 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStress$$' ./host -stress 8s -stress-kill 2s > $(BIN)/stress.out 2>&1; \
@@ -80,9 +81,15 @@ stress-rss: build plugins
 	$(GO) test -count=1 -v -timeout 10m -run '^TestStress$$' ./host -stress 60s -stress-kill 10s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
 
-## bench: benchmarks side by side in one run (medians over -count runs)
+## bench: benchmarks side by side in one run (medians over -count runs), then
+## each comparison as a benchstat table: every column against the first.
+BENCHSTAT := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench: build plugins
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 -timeout 30m ./... | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./... | tee bench.out
+	@for k in via impl instances checks cache; do \
+	  echo; echo "== ratios by /$$k"; \
+	  $(BENCHSTAT) -filter "/$$k:/.+/" -col /$$k -row .name,/server,/kind bench.out || exit 1; \
+	done
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
