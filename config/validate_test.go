@@ -3,6 +3,7 @@ package config_test
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolhost/toolhost/config"
@@ -126,5 +127,41 @@ allowed_paths = { "/a" = "ro:a", "/b" = "rw:b" }
 	}
 	if n := len(cfg.Host.AuditRedactRE); n != 1 {
 		t.Errorf("audit_redact regexps = %d, want 1", n)
+	}
+}
+
+// TestPromptAndResourceKeys: [policy] and profiles take prompts,
+// deny_prompts, resources and deny_resources; an explicit default governs
+// every kind, an inferred one each kind by its own allow list.
+func TestPromptAndResourceKeys(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+[policy]
+allow     = ["fs__*"]
+resources = ["fs:file:///docs/**"]
+[profiles.r]
+prompts        = ["fs__*"]
+deny_resources = ["*:file:///docs/secret/**"]
+`), &config.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Policy
+	if p.Default != config.PolicyDeny || p.ResourcesDefault != config.PolicyDeny || p.PromptsDefault != config.PolicyAllow {
+		t.Errorf("defaults tools %q resources %q prompts %q; want deny, deny, allow (inferred per kind)", p.Default, p.ResourcesDefault, p.PromptsDefault)
+	}
+	if len(p.ResourceRules) != 1 || len(cfg.Profiles["r"].PromptRules) != 1 || len(cfg.Profiles["r"].DenyResourceRules) != 1 {
+		t.Errorf("rules not compiled: %+v %+v", p, cfg.Profiles["r"])
+	}
+	cfg, err = config.Parse([]byte("[policy]\ndefault = \"deny\"\n"), &config.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Policy.PromptsDefault != config.PolicyDeny || cfg.Policy.ResourcesDefault != config.PolicyDeny {
+		t.Errorf("explicit default deny: prompts %q resources %q", cfg.Policy.PromptsDefault, cfg.Policy.ResourcesDefault)
+	}
+	_, err = config.Parse([]byte("[policy]\nresources = [\"file:///x\"]\n"), &config.Options{Name: "t.toml", Dir: t.TempDir()})
+	want := `t.toml:2: policy.resources: element 1 "file:///x" is not BACKEND:URI`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v; want %s", err, want)
 	}
 }
