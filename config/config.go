@@ -54,6 +54,9 @@ type Config struct {
 	// Tools are per-tool options ([tools.NAME]), keyed by catalogue name.
 	Tools map[string]*ToolOptions `toml:"tools"`
 
+	// Serve configures `toolhost serve`, the MCP gateway ([serve]).
+	Serve Serve `toml:"serve"`
+
 	// Path is the absolute path of the file the configuration was loaded
 	// from; empty when loaded from bytes without a name.
 	Path string `toml:"-"`

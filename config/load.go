@@ -160,8 +160,10 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 			named(l, top[k], key, cfg.Tools, func(name string, line int) *ToolOptions { return &ToolOptions{Name: name, Line: line} })
 		case "profiles":
 			named(l, top[k], key, cfg.Profiles, func(name string, line int) *Profile { return &Profile{Name: name, Line: line} })
+		case "serve":
+			l.table(top[k], key, reflect.ValueOf(&cfg.Serve).Elem())
 		default:
-			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "servers", "tools"})
+			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "serve", "servers", "tools"})
 		}
 	}
 	// Safety net: the walk above reports unknown keys itself (it decodes key
@@ -226,6 +228,12 @@ func (c *Config) Validate() error {
 			c.Profiles[name] = &Profile{Name: name}
 		} else if p.Name == "" {
 			p.Name = name
+		}
+	}
+	for name, cl := range c.Serve.Clients {
+		if cl == nil {
+			l.errorf(toml.Key{"serve", "clients", name}, "is nil: use a *config.Client")
+			delete(c.Serve.Clients, name)
 		}
 	}
 	for name, t := range c.Tools {
@@ -316,12 +324,13 @@ func (l *loader) tableOf(prim toml.Primitive, key toml.Key, want string) (map[st
 	return m, true
 }
 
-// named decodes a table of [KIND.NAME] tables (key is KIND) into out: one
-// *T per NAME, made by mk with the NAME and its header's line.
+// named decodes a table of [KEY.NAME] tables (key is KIND, or a longer key
+// such as serve.clients) into out: one *T per NAME, made by mk with the NAME
+// and its header's line.
 func named[T any](l *loader, prim toml.Primitive, key toml.Key, out map[string]*T, mk func(name string, line int) *T) {
-	m, _ := l.tableOf(prim, key, "a table of ["+key[0]+".NAME] tables")
+	m, _ := l.tableOf(prim, key, "a table of ["+key.String()+".NAME] tables")
 	for name, sub := range m {
-		k := toml.Key{key[0], name}
+		k := append(key[:len(key):len(key)], name)
 		v := mk(name, l.loc.line(k))
 		l.table(sub, k, reflect.ValueOf(v).Elem())
 		out[name] = v
@@ -485,6 +494,10 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 		}
 	case *Backoff, *Circuit:
 		l.table(prim, key, fv)
+	case *map[string]*Client:
+		out := map[string]*Client{}
+		named(l, prim, key, out, func(name string, line int) *Client { return &Client{Name: name, Line: line} })
+		*p = out
 	case *bool:
 		r, ok := raw.(bool)
 		if !ok {

@@ -88,6 +88,7 @@ func (l *loader) validate(cfg *Config) {
 	}
 	l.validatePolicy(cfg)
 	l.validateTools(cfg)
+	l.validateServe(cfg)
 }
 
 func (l *loader) validateServer(s *Server, key toml.Key) {

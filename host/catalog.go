@@ -215,12 +215,12 @@ func (h *Host) resources(ctx context.Context, profile string) ([]Resource, error
 // audited starts the audit record of one prompts/get or resources/read
 // (nil when auditing is off) and returns the function that completes and
 // writes it.
-func (h *Host) audited(op, profile string) (*AuditRecord, func(error)) {
+func (h *Host) audited(ctx context.Context, op, profile string) (*AuditRecord, func(error)) {
 	if !h.audit.enabled() {
 		return nil, func(error) {}
 	}
 	start := time.Now()
-	rec := &AuditRecord{Time: start.UTC(), Op: op, Profile: profile, Decision: "none"}
+	rec := &AuditRecord{Time: start.UTC(), Op: op, Profile: profile, Client: clientOf(ctx), Decision: "none"}
 	return rec, func(err error) {
 		rec.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 		h.finish(rec, nil, err, "")
@@ -256,7 +256,7 @@ func (h *Host) required(profile, what string) error {
 }
 
 func (h *Host) getPrompt(ctx context.Context, profile, name string, args map[string]string) (res *mcp.GetPromptResult, err error) {
-	rec, done := h.audited("prompts/get", profile)
+	rec, done := h.audited(ctx, "prompts/get", profile)
 	defer func() { done(err) }()
 	if rec != nil {
 		rec.Prompt = name
@@ -305,7 +305,7 @@ func (h *Host) getPrompt(ctx context.Context, profile, name string, args map[str
 }
 
 func (h *Host) readResource(ctx context.Context, profile, backend, uri string) (res *mcp.ReadResourceResult, err error) {
-	rec, done := h.audited("resources/read", profile)
+	rec, done := h.audited(ctx, "resources/read", profile)
 	defer func() { done(err) }()
 	if rec != nil {
 		rec.URI = uri

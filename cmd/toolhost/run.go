@@ -57,6 +57,10 @@ Commands:
                                  list the resources (as the policy, or a profile, allows)
   read URI [--backend NAME] [--profile NAME] [--json]
                                  read a resource (--backend when no backend, or several, list URI)
+  serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]
+                                 serve the catalogue as an MCP server: on stdin/stdout, or over
+                                 Streamable HTTP at http://ADDR/mcp (default [serve] listen,
+                                 127.0.0.1:8808); [serve.clients.NAME] tokens select profiles
 
 Global flags:
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
@@ -69,6 +73,7 @@ timeout), 4 call denied by the policy or the profile (also: a prompt or resource
 
 type cli struct {
 	stdout, stderr io.Writer
+	cfg            *config.Config // the configuration withHost loaded
 	configPath     string
 	logLevel       string
 	logger         hclog.Logger
@@ -119,6 +124,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.resources(rest)
 	case "read":
 		return c.read(rest)
+	case "serve":
+		return c.serve(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -175,6 +182,7 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	if cfg == nil {
 		return code
 	}
+	c.cfg = cfg
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	h, err := host.New(ctx, cfg, &host.Options{Logger: c.logger})
