@@ -89,7 +89,7 @@ func TestTypeScriptClient(t *testing.T) {
 		defer cancel2()
 		cmd := exec.CommandContext(ctx2, "node", testutil.TSClient(t), "http", url)
 		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "no bearer token") {
-			t.Errorf("without a token: err %v, output %s; want the 401 "no bearer token"", err, out)
+			t.Errorf("without a token: err %v, output %s; want the 401 no bearer token", err, out)
 		}
 	})
 }
