@@ -73,7 +73,8 @@ timeout), 4 call denied by the policy or the profile (also: a prompt or resource
 
 type cli struct {
 	stdout, stderr io.Writer
-	cfg            *config.Config // the configuration withHost loaded
+	cfg            *config.Config         // the configuration withHost loaded
+	audit          func(host.AuditRecord) // host.Options.Audit of withHost's Host
 	configPath     string
 	logLevel       string
 	logger         hclog.Logger
@@ -185,7 +186,7 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	c.cfg = cfg
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := host.New(ctx, cfg, &host.Options{Logger: c.logger})
+	h, err := host.New(ctx, cfg, &host.Options{Logger: c.logger, Audit: c.audit})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 		return exitUsage

@@ -65,6 +65,10 @@ type Options struct {
 	// AllowUnauthenticated lets Serve listen beyond loopback with no
 	// client tokens (--allow-unauthenticated).
 	AllowUnauthenticated bool
+	// Metrics, when set, is served at GET /metrics (outside the token
+	// check) and follows the Host's events; pass its Record as the Host's
+	// Options.Audit so that it counts calls.
+	Metrics *Metrics
 }
 
 // catalogue is what a profile's server serves: the Host itself (no
@@ -92,6 +96,7 @@ type Gateway struct {
 	tokens  []token
 
 	unsubscribe func()
+	detach      func()        // Metrics.Attach's
 	kick        chan struct{} // buffered 1: a resync is due
 	stop        chan struct{}
 	done        chan struct{}
@@ -166,6 +171,9 @@ func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
 			}
 		}
 	})
+	if g.opts.Metrics != nil {
+		g.detach = g.opts.Metrics.Attach(h)
+	}
 	go g.resyncLoop()
 	return g, nil
 }
@@ -206,6 +214,9 @@ func (g *Gateway) Close() error {
 		if g.unsubscribe != nil {
 			g.unsubscribe()
 		}
+		if g.detach != nil {
+			g.detach()
+		}
 		close(g.stop)
 		<-g.done
 	})
@@ -230,8 +241,9 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 // (behind the bearer-token check when [serve.clients] are defined, with
 // go-sdk's DNS-rebinding check for loopback and http.CrossOriginProtection,
 // bodies capped at [serve] max_body), and, outside the token check, GET
-// /healthz (200 while the process serves) and GET /readyz (200 when every
-// backend a served profile requires is ready, else 503 naming them).
+// /healthz (200 while the process serves), GET /readyz (200 when every
+// backend a served profile requires is ready, else 503 naming them) and,
+// with Options.Metrics, GET /metrics (Prometheus text format).
 func (g *Gateway) Handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(g.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:             g.serve.Stateless,
@@ -249,6 +261,9 @@ func (g *Gateway) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", g.readyz)
+	if g.opts.Metrics != nil {
+		mux.Handle("GET /metrics", g.opts.Metrics.Handler())
+	}
 	return mux
 }
 

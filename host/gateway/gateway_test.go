@@ -64,6 +64,7 @@ token = "bob-token-0123456789ab"
 `
 
 type fixture struct {
+	m     *gateway.Metrics
 	h     *host.Host
 	g     *gateway.Gateway
 	cfg   *config.Config
@@ -83,18 +84,19 @@ func start(t *testing.T, src string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{cfg: cfg}
+	f := &fixture{cfg: cfg, m: gateway.NewMetrics()}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "gw", Output: io.Discard})
 	f.h, err = host.New(context.Background(), cfg, &host.Options{Logger: logger, Audit: func(r host.AuditRecord) {
 		f.mu.Lock()
 		f.audit = append(f.audit, r)
 		f.mu.Unlock()
+		f.m.Record(r)
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.h.Close() })
-	f.g, err = gateway.New(f.h, cfg, &gateway.Options{Logger: logger, Version: "test"})
+	f.g, err = gateway.New(f.h, cfg, &gateway.Options{Logger: logger, Version: "test", Metrics: f.m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,6 +303,22 @@ func TestHTTPTokensAndProfiles(t *testing.T) {
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusUnauthorized {
 					t.Errorf("token %q: status %d, want 401", tok, resp.StatusCode)
+				}
+			}
+			resp, err := http.Get(srv.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			metrics, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, want := range []string{
+				`mcp_invocations_total{backend="fx",outcome="ok",profile="review",tool="fx__echo"} 1`,
+				`mcp_invocations_total{backend="fx",outcome="ok",profile="",tool="fx__stats"} 1`,
+				`mcp_backend_state{backend="fx",state="ready"} 1`,
+				`mcp_invocation_latency_ms_count{backend="fx",profile="review"} 1`,
+			} {
+				if !strings.Contains(string(metrics), want) {
+					t.Errorf("/metrics lacks %s", want)
 				}
 			}
 			for path, want := range map[string]int{"/healthz": 200, "/readyz": 200} {
