@@ -7,7 +7,7 @@ WASMENV  := GOOS=wasip1 GOARCH=wasm
 # Keep npx's downloads in one cache so repeated runs start fast.
 export npm_config_cache ?= $(HOME)/.npm
 
-.PHONY: all build run test bench stress stress-rss lint plugins fixtures clean tidy
+.PHONY: all build run test tsclient bench stress stress-rss lint plugins fixtures clean tidy
 
 all: build plugins
 
@@ -28,7 +28,7 @@ plugins/%.wasm: FORCE
 	cd plugins && $(WASMENV) $(GO) build -buildmode=c-shared -o $*.wasm ./$*
 
 ## run: the main job on the bundled default configuration (toolhost.toml)
-run: build plugins
+run: build plugins tsclient
 	@echo '== toolhost check'
 	@./$(BIN)/toolhost check
 	@echo; echo '== toolhost tools'
@@ -59,6 +59,18 @@ run: build plugins
 	@tail -n 2 $(BIN)/audit.jsonl
 	@echo; echo '== toolhost status'
 	@./$(BIN)/toolhost status
+	@echo; echo '== toolhost serve on loopback, and one call through it by a real MCP client (the TypeScript SDK)'
+	@./$(BIN)/toolhost serve --listen 127.0.0.1:0 2>$(BIN)/serve.log & pid=$$!; \
+	  for i in $$(seq 1 600); do grep -q 'serving MCP' $(BIN)/serve.log && break; kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
+	  url=$$(sed -n 's/.*serving MCP (Streamable HTTP) at \(http[^ ]*\).*/\1/p' $(BIN)/serve.log); echo "serving at $$url"; \
+	  CALL=jq__jq ARGS='{"filter":".[0].name","input":[{"name":"through the gateway"}]}' node testdata/tsclient/client.mjs http $$url; rc=$$?; \
+	  kill -TERM $$pid; wait $$pid; exit $$rc
+
+## tsclient: the TypeScript SDK client that make run and the gateway tests drive toolhost serve with
+tsclient: testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json
+
+testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json: testdata/tsclient/package-lock.json
+	cd testdata/tsclient && npm ci --no-audit --no-fund
 
 ## test: everything, with the race detector; builds what the tests need
 # Every benchmark also runs once (-benchtime=1x) so that a broken one fails here.
