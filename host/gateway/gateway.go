@@ -94,6 +94,7 @@ type Gateway struct {
 
 	servers map[string]*profileServer // by profile name; "" is the Host's own view
 	tokens  []token
+	calls   inflight
 
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's
@@ -226,8 +227,30 @@ func (g *Gateway) Close() error {
 // ServeTransport runs one MCP session of the default profile on t until
 // the client disconnects or ctx is done. Audit records name the client
 // "stdio".
+//
+// When the connection ends (the client went away), calls still in flight
+// are cancelled, and ServeTransport returns once they have.
 func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
-	return g.servers[g.profile].srv.Run(ctx, t)
+	nt := &closeNotifier{Transport: t, closed: make(chan struct{})}
+	ss, err := g.servers[g.profile].srv.Connect(ctx, nt, nil)
+	if err != nil {
+		return err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+	case <-nt.closed:
+	case err := <-waited:
+		return err
+	}
+	g.calls.end(func(c *call) bool { return c.ss == ss })
+	ss.Close()
+	err = <-waited
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // ServeStdio is ServeTransport on the process's stdin and stdout (newline-delimited
@@ -250,7 +273,7 @@ func (g *Gateway) Handler() http.Handler {
 		SessionTimeout:        g.serve.SessionTimeout.Std(),
 		CrossOriginProtection: http.NewCrossOriginProtection(),
 	})
-	var h http.Handler = limitBody(mcpHandler, int64(g.serve.MaxBody))
+	var h http.Handler = limitBody(g.calls.track(mcpHandler), int64(g.serve.MaxBody))
 	if len(g.tokens) > 0 {
 		h = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}

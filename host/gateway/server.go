@@ -21,6 +21,7 @@ type profileServer struct {
 	profile string
 	view    catalogue
 	srv     *mcp.Server
+	calls   *inflight // the gateway's
 
 	mu        sync.Mutex // serialises sync
 	tools     map[string]string
@@ -32,7 +33,7 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
 		HasTools: true, HasPrompts: true, HasResources: true,
 	})
-	return &profileServer{profile: profile, view: view, srv: srv,
+	return &profileServer{profile: profile, view: view, srv: srv, calls: &g.calls,
 		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}}
 }
 
@@ -153,6 +154,8 @@ func forClients(t *mcp.Tool) (*mcp.Tool, bool) {
 func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = host.WithClient(ctx, clientName(req.Extra))
+		ctx, done := ps.calls.begin(ctx, req.Session, req.Extra)
+		defer done()
 		var args any = json.RawMessage("{}")
 		if len(req.Params.Arguments) > 0 {
 			args = req.Params.Arguments
