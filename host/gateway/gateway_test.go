@@ -80,6 +80,14 @@ func (f *fixture) records() []host.AuditRecord {
 
 func start(t *testing.T, src string) *fixture {
 	t.Helper()
+	return startTB(t, src)
+}
+
+// startFuzz starts the fixture for a fuzz target (closed when it ends).
+func startFuzz(f *testing.F) *fixture { return startTB(f, testConfig) }
+
+func startTB(t testing.TB, src string) *fixture {
+	t.Helper()
 	cfg, err := config.Parse([]byte(strings.ReplaceAll(src, "@FIXTURE@", testutil.Fixture(t))), &config.Options{Name: "test.toml"})
 	if err != nil {
 		t.Fatal(err)
