@@ -93,3 +93,59 @@ func TestTypeScriptClient(t *testing.T) {
 		}
 	})
 }
+
+// inspector runs the MCP Inspector's CLI mode with args and returns what
+// it printed on stdout.
+func inspector(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	testutil.NeedNpx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npx", append([]string{"-y", testutil.InspectorPackage, "--cli"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("inspector %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// TestInspectorCLI drives toolhost serve with the MCP Inspector's CLI, over
+// stdio (a real toolhost child process) and Streamable HTTP with a token.
+func TestInspectorCLI(t *testing.T) {
+	t.Run("stdio", func(t *testing.T) {
+		bin := testutil.GoBinary(t, "./cmd/toolhost")
+		cfgPath := t.TempDir() + "/toolhost.toml"
+		src := strings.ReplaceAll(strings.Split(testConfig, "[serve.clients.alice]")[0], "@FIXTURE@", testutil.Fixture(t))
+		if err := os.WriteFile(cfgPath, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The configuration comes by environment: the Inspector reads
+		// --config as its own flag.
+		out := inspector(t, nil, "-e", "TOOLHOST_CONFIG="+cfgPath, "--method", "tools/call", "--tool-name", "fx__echo", "--tool-arg", "text=from the inspector", "--", bin, "serve", "--stdio")
+		if !strings.Contains(out, `"text": "from the inspector"`) || strings.Contains(out, "mcpfixture") {
+			t.Errorf("inspector stdio call printed (want the text, and not the backend's own serverInfo):\n%s", out)
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		f := start(t, testConfig)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- f.g.Serve(ctx, ln) }()
+		defer func() {
+			cancel()
+			<-served
+		}()
+		url := "http://" + ln.Addr().String() + "/mcp"
+		out := inspector(t, nil, "--transport", "http", "--server-url", url, "--header", "Authorization: Bearer alice-token-0123456789", "--method", "tools/list")
+		if !strings.Contains(out, `"fx__echo"`) || strings.Contains(out, `"fx__stats"`) {
+			t.Errorf("inspector tools/list as alice (review) printed:\n%s", out)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -167,8 +168,36 @@ func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 			// Handling"), not a protocol error.
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
 		}
-		return res, nil
+		return withoutUpstreamMeta(res), nil
 	}
+}
+
+// withoutUpstreamMeta returns res without the reserved _meta keys
+// ("io.modelcontextprotocol/...", MCP 2025-11-25 basic, "_meta") that the
+// backend set about its own session (its serverInfo, say): the client's
+// session is with the gateway.
+func withoutUpstreamMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
+	reserved := false
+	for k := range res.Meta {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			reserved = true
+			break
+		}
+	}
+	if !reserved {
+		return res
+	}
+	cp := *res
+	cp.Meta = mcp.Meta{}
+	for k, v := range res.Meta {
+		if !strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			cp.Meta[k] = v
+		}
+	}
+	if len(cp.Meta) == 0 {
+		cp.Meta = nil
+	}
+	return &cp
 }
 
 func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {

@@ -165,3 +165,7 @@ func TSClient(tb testing.TB) string {
 	}
 	return filepath.Join(dir, "client.mjs")
 }
+
+// InspectorPackage is the MCP Inspector, pinned, whose --cli mode the
+// gateway tests drive toolhost serve with.
+const InspectorPackage = "@modelcontextprotocol/inspector@2.12.0"
