@@ -7,7 +7,7 @@ WASMENV  := GOOS=wasip1 GOARCH=wasm
 # Keep npx's downloads in one cache so repeated runs start fast.
 export npm_config_cache ?= $(HOME)/.npm
 
-.PHONY: all build run test bench stress stress-rss lint plugins fixtures clean tidy
+.PHONY: all build run test tsclient bench stress stress-rss lint plugins fixtures clean tidy
 
 all: build plugins
 
@@ -28,7 +28,7 @@ plugins/%.wasm: FORCE
 	cd plugins && $(WASMENV) $(GO) build -buildmode=c-shared -o $*.wasm ./$*
 
 ## run: the main job on the bundled default configuration (toolhost.toml)
-run: build plugins
+run: build plugins tsclient
 	@echo '== toolhost check'
 	@./$(BIN)/toolhost check
 	@echo; echo '== toolhost tools'
@@ -59,11 +59,24 @@ run: build plugins
 	@tail -n 2 $(BIN)/audit.jsonl
 	@echo; echo '== toolhost status'
 	@./$(BIN)/toolhost status
+	@echo; echo '== toolhost serve on loopback, and one call through it by a real MCP client (the TypeScript SDK)'
+	@./$(BIN)/toolhost serve --listen 127.0.0.1:0 2>$(BIN)/serve.log & pid=$$!; \
+	  for i in $$(seq 1 600); do grep -q 'serving MCP' $(BIN)/serve.log && break; kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
+	  url=$$(sed -n 's/.*serving MCP (Streamable HTTP) at \(http[^ ]*\).*/\1/p' $(BIN)/serve.log); echo "serving at $$url"; \
+	  CALL=jq__jq ARGS='{"filter":".[0].name","input":[{"name":"through the gateway"}]}' node testdata/tsclient/client.mjs http $$url; rc=$$?; \
+	  kill -TERM $$pid; wait $$pid; exit $$rc
+
+## tsclient: the TypeScript SDK client that make run and the gateway tests drive toolhost serve with
+tsclient: testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json
+
+testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json: testdata/tsclient/package-lock.json
+	cd testdata/tsclient && npm ci --no-audit --no-fund
 
 ## test: everything, with the race detector; builds what the tests need
+# Every benchmark also runs once (-benchtime=1x) so that a broken one fails here.
 test: build plugins
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m -bench . -benchtime=1x ./...
 	cd pdk && $(GO) vet ./... && $(GO) test -count=1 ./...
 	@# The load test's short form: 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStress$$' ./host -stress 8s -stress-kill 2s > $(BIN)/stress.out 2>&1; \
@@ -80,9 +93,15 @@ stress-rss: build plugins
 	$(GO) test -count=1 -v -timeout 10m -run '^TestStress$$' ./host -stress 60s -stress-kill 10s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
 
-## bench: benchmarks side by side in one run (medians over -count runs)
+## bench: benchmarks side by side in one run (medians over -count runs), then
+## each comparison as a benchstat table: every column against the first.
+BENCHSTAT := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench: build plugins
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 -timeout 30m ./... | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./... | tee bench.out
+	@for k in via impl instances checks cache; do \
+	  echo; echo "== ratios by /$$k"; \
+	  $(BENCHSTAT) -filter "/$$k:/.+/" -col /$$k -row .name,/server,/kind bench.out || exit 1; \
+	done
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

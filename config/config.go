@@ -54,6 +54,9 @@ type Config struct {
 	// Tools are per-tool options ([tools.NAME]), keyed by catalogue name.
 	Tools map[string]*ToolOptions `toml:"tools"`
 
+	// Serve configures `toolhost serve`, the MCP gateway ([serve]).
+	Serve Serve `toml:"serve"`
+
 	// Path is the absolute path of the file the configuration was loaded
 	// from; empty when loaded from bytes without a name.
 	Path string `toml:"-"`
@@ -61,6 +64,9 @@ type Config struct {
 	// Dir is the directory relative paths in the file are resolved against:
 	// the file's directory, or the working directory for unnamed input.
 	Dir string `toml:"-"`
+
+	// validated is set by Load, Parse and Validate.
+	validated bool
 }
 
 // Host is the [host] table.

@@ -54,7 +54,7 @@ func TestParseErrors(t *testing.T) {
 		{"unterminated string", "[host]\ncache_dir = \"abc\n", []want{{2, "host.cache_dir", "invalid TOML: strings cannot contain newlines"}}},
 		{"duplicate key", "[host]\ncache_dir = \"a\"\ncache_dir = \"b\"\n", []want{{3, "host.cache_dir", "already been defined"}}},
 		{"unknown top-level key", "hots = 1\n", []want{{1, "hots", `did you mean "host"`}}},
-		{"unknown top-level table", "\n[extra]\nx = 1\n", []want{{2, "extra", "keys allowed here are host, plugins, policy, profiles, servers"}}},
+		{"unknown top-level table", "\n[extra]\nx = 1\n", []want{{2, "extra", "keys allowed here are host, plugins, policy, profiles, serve, servers"}}},
 		{"unknown server key", "[servers.everything]\ncommand = \"npx\"\ncomand = \"npx\"\n", []want{{3, "servers.everything.comand", `did you mean "command"`}}},
 		{"unknown key is case-sensitive", "[servers.a]\nCommand = \"npx\"\n", []want{{2, "servers.a.Command", `did you mean "command"`}}},
 		{"unknown key in quoted table", "[servers.a]\ncommand = \"x\"\n[plugins.\"p\"]\npath = \"p.wasm\"\n\"my key\" = 1\n", []want{{5, `plugins.p."my key"`, "unknown key"}}},
@@ -382,7 +382,7 @@ func TestErrorFormat(t *testing.T) {
 // TestSchemaFieldTypes guards the decoder: every field with a toml tag has a
 // type it knows.
 func TestSchemaFieldTypes(t *testing.T) {
-	for _, v := range []any{&Host{}, &Server{}, &Plugin{}, &ToolOptions{}, &Backoff{}, &Circuit{}} {
+	for _, v := range []any{&Host{}, &Server{}, &Plugin{}, &ToolOptions{}, &Backoff{}, &Circuit{}, &Serve{}, &Client{}} {
 		rv := reflect.ValueOf(v).Elem()
 		for tag, i := range tomlFields(rv.Type()) {
 			var m map[string]toml.Primitive

@@ -160,8 +160,10 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 			named(l, top[k], key, cfg.Tools, func(name string, line int) *ToolOptions { return &ToolOptions{Name: name, Line: line} })
 		case "profiles":
 			named(l, top[k], key, cfg.Profiles, func(name string, line int) *Profile { return &Profile{Name: name, Line: line} })
+		case "serve":
+			l.table(top[k], key, reflect.ValueOf(&cfg.Serve).Elem())
 		default:
-			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "servers", "tools"})
+			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "serve", "servers", "tools"})
 		}
 	}
 	// Safety net: the walk above reports unknown keys itself (it decodes key
@@ -178,8 +180,81 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 		l.errs.sort()
 		return nil, l.errs
 	}
+	cfg.validated = true
 	return cfg, nil
 }
+
+// Validate checks a Config built (or changed) in Go as Load checks a file,
+// and fills in the documented default of every field left zero: a zero
+// field always means its default (call_timeout 30s, health_interval 30s,
+// max_restarts 5, isolation "pooled", ...). It also does what Load does
+// after decoding: names each Server and Plugin after its map key when its
+// Name is empty, resolves relative paths against c.Dir (default: the
+// working directory), parses AllowedPaths into Mounts and compiles every
+// glob and regular expression.
+//
+// Problems are returned as an ErrorList whose entries name the key (like
+// "plugins.echo.instances") with Line 0. Validate may be called more than
+// once; host.New calls it for a Config that neither Load, Parse nor
+// Validate produced. It writes to c, so do not call it while another
+// goroutine uses c.
+func (c *Config) Validate() error {
+	if c.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("config: no Config.Dir and no working directory: %w", err)
+		}
+		c.Dir = wd
+	}
+	l := &loader{file: c.Path, dir: c.Dir, bad: map[string]bool{}, typos: map[string]bool{}}
+	for name, s := range c.Servers {
+		if s == nil {
+			l.errorf(toml.Key{"servers", name}, "is nil: use a *config.Server")
+			delete(c.Servers, name)
+		} else if s.Name == "" {
+			s.Name = name
+		}
+	}
+	for name, p := range c.Plugins {
+		if p == nil {
+			l.errorf(toml.Key{"plugins", name}, "is nil: use a *config.Plugin")
+			delete(c.Plugins, name)
+		} else if p.Name == "" {
+			p.Name = name
+		}
+	}
+	for name, p := range c.Profiles {
+		if p == nil {
+			c.Profiles[name] = &Profile{Name: name}
+		} else if p.Name == "" {
+			p.Name = name
+		}
+	}
+	for name, cl := range c.Serve.Clients {
+		if cl == nil {
+			l.errorf(toml.Key{"serve", "clients", name}, "is nil: use a *config.Client")
+			delete(c.Serve.Clients, name)
+		}
+	}
+	for name, t := range c.Tools {
+		if t == nil {
+			c.Tools[name] = &ToolOptions{Name: name}
+		} else if t.Name == "" {
+			t.Name = name
+		}
+	}
+	l.validate(c)
+	if len(l.errs) > 0 {
+		l.errs.sort()
+		return l.errs
+	}
+	c.validated = true
+	return nil
+}
+
+// Validated reports whether c came from Load or Parse, or passed Validate
+// since.
+func (c *Config) Validated() bool { return c.validated }
 
 // syntaxError converts an error of the TOML decoder.
 func (l *loader) syntaxError(err error) error {
@@ -197,7 +272,11 @@ func (l *loader) syntaxError(err error) error {
 
 // errorf records a problem at key.
 func (l *loader) errorf(key toml.Key, format string, args ...any) {
-	l.errs = append(l.errs, &Error{File: l.file, Line: l.loc.line(key), Key: key.String(), Msg: fmt.Sprintf(format, args...)})
+	line := 0
+	if l.loc != nil {
+		line = l.loc.line(key)
+	}
+	l.errs = append(l.errs, &Error{File: l.file, Line: line, Key: key.String(), Msg: fmt.Sprintf(format, args...)})
 	if !l.validating {
 		l.bad[key.String()] = true
 	}
@@ -214,8 +293,10 @@ func (l *loader) reported(key toml.Key) bool {
 }
 
 // isSet reports whether key is in the file and decoded without a problem.
+// For a Config built in Go (no file) it is false: there, a zero field means
+// its default, and the checks look at values.
 func (l *loader) isSet(key toml.Key) bool {
-	return l.md.IsDefined(key...) && !l.reported(key)
+	return l.loc != nil && l.md.IsDefined(key...) && !l.reported(key)
 }
 
 // raw returns the plain Go value of prim: string, int64, float64, bool,
@@ -243,12 +324,13 @@ func (l *loader) tableOf(prim toml.Primitive, key toml.Key, want string) (map[st
 	return m, true
 }
 
-// named decodes a table of [KIND.NAME] tables (key is KIND) into out: one
-// *T per NAME, made by mk with the NAME and its header's line.
+// named decodes a table of [KEY.NAME] tables (key is KIND, or a longer key
+// such as serve.clients) into out: one *T per NAME, made by mk with the NAME
+// and its header's line.
 func named[T any](l *loader, prim toml.Primitive, key toml.Key, out map[string]*T, mk func(name string, line int) *T) {
-	m, _ := l.tableOf(prim, key, "a table of ["+key[0]+".NAME] tables")
+	m, _ := l.tableOf(prim, key, "a table of ["+key.String()+".NAME] tables")
 	for name, sub := range m {
-		k := toml.Key{key[0], name}
+		k := append(key[:len(key):len(key)], name)
 		v := mk(name, l.loc.line(k))
 		l.table(sub, k, reflect.ValueOf(v).Elem())
 		out[name] = v
@@ -412,6 +494,10 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 		}
 	case *Backoff, *Circuit:
 		l.table(prim, key, fv)
+	case *map[string]*Client:
+		out := map[string]*Client{}
+		named(l, prim, key, out, func(name string, line int) *Client { return &Client{Name: name, Line: line} })
+		*p = out
 	case *bool:
 		r, ok := raw.(bool)
 		if !ok {

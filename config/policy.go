@@ -18,23 +18,56 @@ const (
 )
 
 // Policy is the [policy] table: which namespaced tools ("backend__tool", the
-// catalogue names) may be listed and called.
+// catalogue names) may be listed and called, which prompts (by catalogue
+// name, "backend__prompt") may be listed and rendered, and which resources
+// (by backend and URI) may be listed and read.
 //
-// Decision rule (see host.Decide): a tool matched by any deny glob is denied;
-// else a tool matched by an allow glob is allowed; else Default applies.
+// Decision rule, the same for each of the three kinds (see host.Decide,
+// host.DecidePrompt, host.DecideResource): a name matched by any deny glob
+// is denied; else one matched by an allow glob is allowed; else the kind's
+// default applies.
 type Policy struct {
 	// Default is "allow" or "deny", the decision for a tool no glob matches.
 	// Unset, it is "deny" when Allow is non-empty (an allow list means "only
 	// these") and "allow" otherwise (no [policy], or a deny list only).
+	//
+	// Set in the file, Default is also the default of prompts and
+	// resources: with default = "deny", a prompt or resource no allow glob
+	// matches is hidden and refused. Unset, each kind's default is inferred
+	// from its own allow list (PromptsDefault, ResourcesDefault).
 	Default string `toml:"default"`
 	// Allow and Deny are glob lists over catalogue names ("fs__read_*",
-	// "*__delete_*"; syntax of github.com/gobwas/glob, no separators).
+	// "*__delete_*"; doublestar syntax; names have no "/").
 	Allow []string `toml:"allow"`
 	Deny  []string `toml:"deny"`
 
-	// AllowRules and DenyRules are Allow and Deny compiled, in order.
-	AllowRules []Rule `toml:"-" json:"-"`
-	DenyRules  []Rule `toml:"-" json:"-"`
+	// Prompts and DenyPrompts are glob lists over prompt catalogue names
+	// ("everything__simple_prompt", "fs__*"), as Allow and Deny are for
+	// tools.
+	Prompts     []string `toml:"prompts"`
+	DenyPrompts []string `toml:"deny_prompts"`
+	// Resources and DenyResources are globs written "BACKEND:URI", matched
+	// against a resource's backend name and URI joined by ":"
+	// ("fs:file:///docs/**", "*:mem://*"). Doublestar syntax: "*" stays
+	// within one "/"-separated part of the URI, "**" crosses parts.
+	Resources     []string `toml:"resources"`
+	DenyResources []string `toml:"deny_resources"`
+
+	// AllowRules and DenyRules are Allow and Deny compiled, in order; the
+	// other *Rules likewise.
+	AllowRules        []Rule `toml:"-" json:"-"`
+	DenyRules         []Rule `toml:"-" json:"-"`
+	PromptRules       []Rule `toml:"-" json:"-"`
+	DenyPromptRules   []Rule `toml:"-" json:"-"`
+	ResourceRules     []Rule `toml:"-" json:"-"`
+	DenyResourceRules []Rule `toml:"-" json:"-"`
+
+	// PromptsDefault and ResourcesDefault are the decisions ("allow" or
+	// "deny") for a prompt or resource no glob matches: Default when the
+	// file sets it, else "deny" when that kind's allow list is non-empty
+	// and "allow" otherwise. Filled in at load.
+	PromptsDefault   string `toml:"-"`
+	ResourcesDefault string `toml:"-"`
 }
 
 // Profile is one [profiles.NAME] table: a named role that narrows the global
@@ -49,14 +82,25 @@ type Profile struct {
 	// matches (globs, as Policy.Allow); Deny removes names.
 	Allow []string `toml:"allow"`
 	Deny  []string `toml:"deny"`
+	// Prompts and Resources, when non-empty, limit the profile's prompts
+	// and resources as Allow limits its tools (globs as Policy.Prompts and
+	// Policy.Resources); DenyPrompts and DenyResources remove some.
+	Prompts       []string `toml:"prompts"`
+	DenyPrompts   []string `toml:"deny_prompts"`
+	Resources     []string `toml:"resources"`
+	DenyResources []string `toml:"deny_resources"`
 	// Requires names backends that must be ready for any call in this
 	// profile to be made; Recommends names backends whose absence is logged
 	// as a warning.
 	Requires   []string `toml:"requires"`
 	Recommends []string `toml:"recommends"`
 
-	AllowRules []Rule `toml:"-" json:"-"`
-	DenyRules  []Rule `toml:"-" json:"-"`
+	AllowRules        []Rule `toml:"-" json:"-"`
+	DenyRules         []Rule `toml:"-" json:"-"`
+	PromptRules       []Rule `toml:"-" json:"-"`
+	DenyPromptRules   []Rule `toml:"-" json:"-"`
+	ResourceRules     []Rule `toml:"-" json:"-"`
+	DenyResourceRules []Rule `toml:"-" json:"-"`
 }
 
 // Rule is one compiled glob of an allow or deny list.
@@ -204,20 +248,48 @@ func (l *loader) rules(key toml.Key, list []string, catalogue bool) []Rule {
 	return out
 }
 
+// resourceRules compiles globs "BACKEND:URI" of resources or
+// deny_resources.
+func (l *loader) resourceRules(key toml.Key, list []string) []Rule {
+	for i, p := range list {
+		// A resource URI has a scheme, so the URI glob has a ":" too,
+		// unless it starts with a wildcard ("fs:**").
+		b, u, ok := strings.Cut(p, ":")
+		if !ok || b == "" || strings.Trim(b, nameGlobChars) != "" || (!strings.Contains(u, ":") && !strings.ContainsAny(u[:min(1, len(u))], "*?[{")) {
+			l.errorf(key, "element %d %q is not BACKEND:URI: write the backend name (or a glob of it), a colon and the URI glob, like \"fs:file:///docs/**\" or \"fs:**\"", i+1, p)
+			return nil
+		}
+	}
+	return l.rules(key, list, false)
+}
+
 func (l *loader) validatePolicy(cfg *Config) {
 	p := &cfg.Policy
 	k := func(name string) toml.Key { return toml.Key{"policy", name} }
 	p.AllowRules = l.rules(k("allow"), p.Allow, true)
 	p.DenyRules = l.rules(k("deny"), p.Deny, true)
+	p.PromptRules = l.rules(k("prompts"), p.Prompts, true)
+	p.DenyPromptRules = l.rules(k("deny_prompts"), p.DenyPrompts, true)
+	p.ResourceRules = l.resourceRules(k("resources"), p.Resources)
+	p.DenyResourceRules = l.resourceRules(k("deny_resources"), p.DenyResources)
+	inferred := func(allow []string) string {
+		if len(allow) > 0 {
+			return PolicyDeny
+		}
+		return PolicyAllow
+	}
 	switch p.Default {
 	case "":
 		if !l.reported(k("default")) {
-			p.Default = PolicyAllow
-			if len(p.Allow) > 0 {
-				p.Default = PolicyDeny
-			}
+			p.Default = inferred(p.Allow)
+			p.PromptsDefault, p.ResourcesDefault = inferred(p.Prompts), inferred(p.Resources)
 		}
 	case PolicyAllow, PolicyDeny:
+		if p.PromptsDefault == "" {
+			// Set in the file (or in Go): it governs every kind. (A
+			// second Validate finds PromptsDefault already inferred.)
+			p.PromptsDefault, p.ResourcesDefault = p.Default, p.Default
+		}
 	default:
 		l.errorf(k("default"), "%q is not a policy default: use \"allow\" or \"deny\"", p.Default)
 	}
@@ -230,6 +302,10 @@ func (l *loader) validatePolicy(cfg *Config) {
 		}
 		pr.AllowRules = l.rules(pkk("allow"), pr.Allow, true)
 		pr.DenyRules = l.rules(pkk("deny"), pr.Deny, true)
+		pr.PromptRules = l.rules(pkk("prompts"), pr.Prompts, true)
+		pr.DenyPromptRules = l.rules(pkk("deny_prompts"), pr.DenyPrompts, true)
+		pr.ResourceRules = l.resourceRules(pkk("resources"), pr.Resources)
+		pr.DenyResourceRules = l.resourceRules(pkk("deny_resources"), pr.DenyResources)
 		for _, f := range []struct {
 			key  string
 			list []string
@@ -250,7 +326,7 @@ func (l *loader) validatePolicy(cfg *Config) {
 // backendTools compiles a backend's tools and deny_tools.
 func (l *loader) backendTools(key toml.Key, tools, deny []string) (allow, denied []Rule) {
 	k := func(name string) toml.Key { return append(key[:len(key):len(key)], name) }
-	if tools != nil && len(tools) == 0 && l.isSet(k("tools")) {
+	if tools != nil && len(tools) == 0 && (l.isSet(k("tools")) || l.loc == nil) {
 		l.errorf(k("tools"), "an empty list allows no tool: remove the key to allow every tool, or remove the backend")
 	}
 	return l.rules(k("tools"), tools, false), l.rules(k("deny_tools"), deny, false)
@@ -279,6 +355,7 @@ func ToolAllowed(allow, deny []Rule, name string) (bool, string) {
 // compileRedact compiles [host] audit_redact.
 func (l *loader) compileRedact(h *Host) {
 	key := toml.Key{"host", "audit_redact"}
+	h.AuditRedactRE = nil
 	for i, p := range h.AuditRedact {
 		re, err := regexp.Compile("(?i)" + p)
 		if err != nil {

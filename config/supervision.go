@@ -143,7 +143,7 @@ func (l *loader) validateSupervision(sv *Supervision, key toml.Key, stdio bool) 
 	}
 	l.timeout(k("startup_timeout"), sv.StartupTimeout)
 	def(&sv.StartupTimeout, DefaultStartupTimeout)
-	if l.isSet(k("idle_timeout")) && !stdio {
+	if (l.isSet(k("idle_timeout")) || sv.IdleTimeout != 0) && !stdio {
 		l.errorf(k("idle_timeout"), "is only used by stdio servers (command): remove it")
 	}
 	switch sv.HealthCheck {
@@ -206,7 +206,7 @@ func def(d *Duration, v time.Duration) {
 // positive checks an integer key that must be at least 1 when set, and
 // fills in its default.
 func positive(l *loader, key toml.Key, n *int, dflt int) {
-	if l.isSet(key) && *n < 1 {
+	if (l.isSet(key) && *n < 1) || *n < 0 {
 		l.errorf(key, "%d is out of range: use 1 or more, or remove the key for the default (%d)", *n, dflt)
 	}
 	if *n == 0 {

@@ -88,6 +88,7 @@ func (l *loader) validate(cfg *Config) {
 	}
 	l.validatePolicy(cfg)
 	l.validateTools(cfg)
+	l.validateServe(cfg)
 }
 
 func (l *loader) validateServer(s *Server, key toml.Key) {
@@ -100,13 +101,14 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 		l.errorf(key, "has neither command nor url: set exactly one of command (a stdio server) or url (a Streamable HTTP server)")
 	case s.Command != "":
 		for _, f := range []string{"headers"} {
-			if l.isSet(k(f)) {
+			if l.isSet(k(f)) || len(s.Headers) > 0 {
 				l.errorf(k(f), "is only used by HTTP servers (url): remove it, or replace command with url")
 			}
 		}
 	case s.URL != "":
+		goSet := map[string]bool{"args": len(s.Args) > 0, "env": len(s.Env) > 0, "inherit_env": len(s.InheritEnv) > 0, "cwd": s.Cwd != ""}
 		for _, f := range []string{"args", "env", "inherit_env", "cwd"} {
-			if l.isSet(k(f)) {
+			if l.isSet(k(f)) || goSet[f] {
 				l.errorf(k(f), "is only used by stdio servers (command): remove it, or replace url with command")
 			}
 		}
@@ -151,7 +153,7 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 	}
 	l.timeout(k("timeout"), s.Timeout)
 	l.prefix(k("prefix"), s.Prefix)
-	if l.isSet(k("max_output")) && s.MaxOutput == 0 {
+	if (l.isSet(k("max_output")) && s.MaxOutput == 0) || s.MaxOutput < 0 {
 		l.errorf(k("max_output"), "must be greater than 0: remove the key for the default (4MiB)")
 	}
 	s.ToolRules, s.DenyToolRules = l.backendTools(key, s.Tools, s.DenyTools)
@@ -192,6 +194,7 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 		}
 		p.AllowedHosts[i] = lh
 	}
+	p.Mounts = nil
 	for _, guest := range slices.Sorted(maps.Keys(p.AllowedPaths)) {
 		pk := append(k("allowed_paths"), guest)
 		if !path.IsAbs(guest) || path.Clean(guest) != guest {
@@ -213,9 +216,9 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 		m.Host = resolvePath(l.dir, v)
 		p.Mounts = append(p.Mounts, m)
 	}
-	if l.isSet(k("memory")) {
+	if l.isSet(k("memory")) || p.Memory != 0 {
 		switch m := int64(p.Memory); {
-		case m == 0:
+		case m <= 0:
 			l.errorf(k("memory"), "must be at least 64KiB: remove the key for the sandbox default")
 		case m > maxWasmMemory:
 			l.errorf(k("memory"), "%s is more than the 4GiB a WebAssembly memory can hold: use at most \"4GiB\"", p.Memory)
@@ -224,7 +227,7 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 			l.errorf(k("memory"), "%d bytes is not a multiple of 64KiB (the WebAssembly page size): use %q", m, Size(near).String())
 		}
 	}
-	if l.isSet(k("max_output")) && p.MaxOutput == 0 {
+	if (l.isSet(k("max_output")) && p.MaxOutput == 0) || p.MaxOutput < 0 {
 		l.errorf(k("max_output"), "must be greater than 0: remove the key for the sandbox default")
 	}
 	l.timeout(k("timeout"), p.Timeout)
@@ -235,7 +238,7 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 
 // timeout checks a timeout key that is set.
 func (l *loader) timeout(key toml.Key, d Duration) {
-	if l.isSet(key) && d == 0 {
+	if (l.isSet(key) && d == 0) || d < 0 {
 		l.errorf(key, "must be greater than 0: remove the key for the default")
 	}
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -40,10 +41,20 @@ const (
 // the configuration (env, headers, plugin config values are replaced by
 // "[REDACTED]" wherever they appear) nor the result itself.
 type AuditRecord struct {
-	Time    time.Time `json:"time"`              // when the call started (UTC)
-	Profile string    `json:"profile"`           // "" for the Host's own view
-	Tool    string    `json:"tool"`              // catalogue name as called
-	Backend string    `json:"backend,omitempty"` // empty for an unknown tool
+	Time    time.Time `json:"time"`    // when the call started (UTC)
+	Profile string    `json:"profile"` // "" for the Host's own view
+	// Client names the gateway client the call was made for (a
+	// [serve.clients.NAME], or "stdio"); empty for calls made in Go
+	// without WithClient. Never a token.
+	Client string `json:"client,omitempty"`
+	// Op is the MCP operation when it is not a tool call: "prompts/get"
+	// (Prompt names the prompt) or "resources/read" (URI names the
+	// resource). Empty for tools/call, whose record names the Tool.
+	Op      string `json:"op,omitempty"`
+	Tool    string `json:"tool,omitempty"`    // catalogue name as called
+	Prompt  string `json:"prompt,omitempty"`  // catalogue name of the prompt
+	URI     string `json:"uri,omitempty"`     // the resource's URI
+	Backend string `json:"backend,omitempty"` // empty for an unknown tool
 	// Decision is "allow" or "deny" ("none" for an unknown tool), and Rule
 	// the rule that made it (see Decision.Rule).
 	Decision string `json:"decision"`
@@ -74,6 +85,21 @@ type AuditRecord struct {
 	// its own record, whose FallbackFor names this tool.
 	Fallback    string `json:"fallback,omitempty"`
 	FallbackFor string `json:"fallback_for,omitempty"`
+}
+
+type clientKey struct{}
+
+// WithClient returns a copy of ctx that names the client a call is made for
+// (the gateway passes a [serve.clients.NAME]); the audit record of every
+// CallTool, GetPrompt and ReadResource made with it says so in Client.
+func WithClient(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, clientKey{}, name)
+}
+
+// clientOf returns the name WithClient put in ctx, or "".
+func clientOf(ctx context.Context) string {
+	s, _ := ctx.Value(clientKey{}).(string)
+	return s
 }
 
 // redactKeys are the built-in sensitive key parts (matched
@@ -135,6 +161,9 @@ func secretScrubber(cfg *config.Config) *strings.Replacer {
 	for _, p := range cfg.Plugins {
 		add(p.Config)
 	}
+	for _, c := range cfg.Serve.Clients {
+		add(map[string]string{"token": c.Token})
+	}
 	if len(vals) == 0 {
 		return nil
 	}
@@ -191,14 +220,32 @@ func (a *auditor) write(rec *AuditRecord) {
 }
 
 // appendRecord encodes rec as one JSON line, as encoding/json would (same
-// field names and order), without reflection.
+// field names and order; a tool call's "tool" is written even when empty),
+// without reflection.
 func appendRecord(b []byte, r *AuditRecord) []byte {
 	b = append(b, `{"time":"`...)
 	b = r.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","profile":`...)
 	b = appendString(b, r.Profile)
-	b = append(b, `,"tool":`...)
-	b = appendString(b, r.Tool)
+	if r.Client != "" {
+		b = append(b, `,"client":`...)
+		b = appendString(b, r.Client)
+	}
+	if r.Op == "" {
+		b = append(b, `,"tool":`...)
+		b = appendString(b, r.Tool)
+	} else {
+		b = append(b, `,"op":`...)
+		b = appendString(b, r.Op)
+		if r.Prompt != "" {
+			b = append(b, `,"prompt":`...)
+			b = appendString(b, r.Prompt)
+		}
+		if r.URI != "" {
+			b = append(b, `,"uri":`...)
+			b = appendString(b, r.URI)
+		}
+	}
 	if r.Backend != "" {
 		b = append(b, `,"backend":`...)
 		b = appendString(b, r.Backend)

@@ -23,6 +23,11 @@ import (
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
+// benchStart gives benchmark backends all the time they need to start: make
+// test runs every benchmark once under -race, where compiling a plugin with
+// an empty cache on a busy machine takes longer than the default 30s.
+var benchStart = config.Supervision{StartupTimeout: config.Duration(10 * time.Minute)}
+
 // BenchmarkCallTool compares a tool call through host.CallTool with the same
 // call made directly with a go-sdk ClientSession on the same kind of server,
 // for the Go fixture server and server-everything, both over stdio. The
@@ -44,7 +49,7 @@ func BenchmarkCallTool(b *testing.B) {
 	}
 	ctx := context.Background()
 	for _, tg := range targets {
-		b.Run(tg.name+"/direct", func(b *testing.B) {
+		b.Run("server="+tg.name+"/via=direct", func(b *testing.B) {
 			path, args := tg.cmd(b)
 			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(path, args...)}, nil)
@@ -60,10 +65,10 @@ func BenchmarkCallTool(b *testing.B) {
 				}
 			}
 		})
-		b.Run(tg.name+"/host", func(b *testing.B) {
+		b.Run("server="+tg.name+"/via=host", func(b *testing.B) {
 			path, args := tg.cmd(b)
 			cfg := &config.Config{Servers: map[string]*config.Server{
-				"t": {Name: "t", Command: path, Args: args, InheritEnv: config.DefaultInheritEnv},
+				"t": {Name: "t", Command: path, Args: args, InheritEnv: config.DefaultInheritEnv, Supervision: benchStart},
 			}}
 			h, err := host.New(ctx, cfg, nil)
 			if err != nil {
@@ -95,7 +100,7 @@ func BenchmarkWasmCall(b *testing.B) {
 		return func(b *testing.B) {
 			cfg := &config.Config{
 				Host:    config.Host{CacheDir: b.TempDir()},
-				Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: 1}},
+				Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: 1, Supervision: benchStart}},
 			}
 			h, err := host.New(ctx, cfg, nil)
 			if err != nil {
@@ -114,11 +119,11 @@ func BenchmarkWasmCall(b *testing.B) {
 			}
 		}
 	}
-	b.Run("host-wasm", viaHost(wasm))
+	b.Run("impl=host-wasm", viaHost(wasm))
 	// The same tool in a plugin written against the raw kernel ABI, without
 	// the pdk's encoding/json: what the guest's Go code costs.
-	b.Run("host-wasm-rawabi", viaHost(wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")))
-	b.Run("extism-stock", func(b *testing.B) {
+	b.Run("impl=host-wasm-rawabi", viaHost(wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")))
+	b.Run("impl=extism-stock", func(b *testing.B) {
 		manifest := extism.Manifest{
 			Wasm: []extism.Wasm{extism.WasmFile{Path: wasm}},
 			// A timeout makes the SDK build the runtime with
@@ -139,9 +144,9 @@ func BenchmarkWasmCall(b *testing.B) {
 			}
 		}
 	})
-	b.Run("host-stdio", func(b *testing.B) {
+	b.Run("impl=host-stdio", func(b *testing.B) {
 		cfg := &config.Config{Servers: map[string]*config.Server{
-			"t": {Name: "t", Command: testutil.Fixture(b)},
+			"t": {Name: "t", Command: testutil.Fixture(b), Supervision: benchStart},
 		}}
 		h, err := host.New(ctx, cfg, nil)
 		if err != nil {
@@ -155,7 +160,7 @@ func BenchmarkWasmCall(b *testing.B) {
 			}
 		}
 	})
-	b.Run("go-func", func(b *testing.B) {
+	b.Run("impl=go-func", func(b *testing.B) {
 		echo := func(raw json.RawMessage) *mcp.CallToolResult {
 			var in struct {
 				Text string `json:"text"`
@@ -181,7 +186,7 @@ func BenchmarkWasmThroughput(b *testing.B) {
 		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
 			cfg := &config.Config{
 				Host:    config.Host{CacheDir: b.TempDir()},
-				Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: n}},
+				Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: n, Supervision: benchStart}},
 			}
 			h, err := host.New(ctx, cfg, nil)
 			if err != nil {
@@ -213,7 +218,7 @@ func BenchmarkWasmInstanceRSS(b *testing.B) {
 	for b.Loop() {
 		cfg := &config.Config{
 			Host:    config.Host{CacheDir: filepath.Join(b.TempDir(), "cache")},
-			Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: 8}},
+			Plugins: map[string]*config.Plugin{"p": {Name: "p", Path: wasm, Instances: 8, Supervision: benchStart}},
 		}
 		h, err := host.New(ctx, cfg, nil)
 		if err != nil {
@@ -265,8 +270,8 @@ func BenchmarkPolicyOverhead(b *testing.B) {
 	ctx := context.Background()
 	wasm := wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")
 	backends := map[string]string{
-		"wasm":  "[plugins.t]\npath = \"" + wasm + "\"\ninstances = 1\n",
-		"stdio": "[servers.t]\ncommand = \"" + testutil.Fixture(b) + "\"\n",
+		"wasm":  "[plugins.t]\npath = \"" + wasm + "\"\ninstances = 1\nstartup_timeout = \"10m\"\n",
+		"stdio": "[servers.t]\ncommand = \"" + testutil.Fixture(b) + "\"\nstartup_timeout = \"10m\"\n",
 	}
 	const policy = `
 [policy]
@@ -276,9 +281,9 @@ deny  = ["*__delete_*", "t__crash", "t__sleep"]
 	args := map[string]any{"text": "hello"}
 	for _, kind := range []string{"wasm", "stdio"} {
 		for _, on := range []bool{false, true} {
-			name := kind + "/off"
+			name := "kind=" + kind + "/checks=off"
 			if on {
-				name = kind + "/on"
+				name = "kind=" + kind + "/checks=on"
 			}
 			b.Run(name, func(b *testing.B) {
 				src := "[host]\ncache_dir = \"" + b.TempDir() + "\"\n"

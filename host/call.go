@@ -46,7 +46,7 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	var primaryErr error // the error that made the call use its fallback
 	if h.audit.enabled() {
 		start = time.Now()
-		rec = &AuditRecord{Time: start.UTC(), Profile: profile, Tool: name, Decision: "none", FallbackFor: fallbackFor}
+		rec = &AuditRecord{Time: start.UTC(), Profile: profile, Client: clientOf(ctx), Tool: name, Decision: "none", FallbackFor: fallbackFor}
 		defer func() {
 			rec.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 			if rec.Fallback != "" {
@@ -198,7 +198,7 @@ func (h *Host) finish(rec *AuditRecord, res *mcp.CallToolResult, err error, inva
 		switch {
 		case errors.Is(err, ErrUnknownTool):
 			rec.Outcome = OutcomeUnknownTool
-		case errors.Is(err, ErrToolNotAllowed):
+		case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed):
 			rec.Outcome = OutcomeDenied
 		case errors.Is(err, ErrCircuitOpen):
 			rec.Outcome = OutcomeCircuitOpen

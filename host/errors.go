@@ -47,6 +47,14 @@ var (
 	// was not called. The error is a *ToolNotAllowedError naming the rule.
 	ErrToolNotAllowed = errors.New("tool not allowed")
 
+	// ErrPromptNotAllowed and ErrResourceNotAllowed: the prompt or the
+	// resource exists but the policy (the [policy] keys prompts,
+	// deny_prompts, resources, deny_resources and default, or the profile
+	// of the View) excludes it. The backend was not asked. The error is a
+	// *NotAllowedError naming the rule.
+	ErrPromptNotAllowed   = errors.New("prompt not allowed")
+	ErrResourceNotAllowed = errors.New("resource not allowed")
+
 	// ErrRequiredBackend: a backend the View's profile requires is not
 	// ready (it failed to start or was lost); no call of the profile is
 	// made until it is. The error names the backend and wraps its error.

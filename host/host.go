@@ -151,7 +151,17 @@ type Host struct {
 // is invalid: two tools that map to the same name (ErrNameCollision, naming
 // both sources), a backend that cannot be built from cfg, or an audit log
 // that cannot be opened (ErrAudit). On error, everything started is stopped.
+//
+// cfg may come from config.Load or be built in Go: a Config that did not
+// pass config.Load, config.Parse or (*config.Config).Validate is validated
+// here first (its zero fields get their documented defaults, written into
+// cfg), and a problem is returned as that config.ErrorList.
 func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
+	if !cfg.Validated() {
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("host: invalid configuration: %w", err)
+		}
+	}
 	h := &Host{cfg: cfg, byName: map[string]*backend{}, stop: make(chan struct{})}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if opts != nil {
@@ -471,83 +481,6 @@ func describeJSON(s string) string {
 		return "a boolean"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// Prompts returns every ready backend's prompts, namespaced like tools.
-// Backends without the prompts capability contribute none; a backend whose
-// listing fails is skipped and logged.
-func (h *Host) Prompts(ctx context.Context) ([]Prompt, error) {
-	var out []Prompt
-	for _, b := range h.readyBackends() {
-		var ps []*mcp.Prompt
-		err := bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) { ps, err = tr.ListPrompts(ctx); return })
-		if err != nil {
-			if !errors.Is(err, transport.ErrUnsupported) {
-				b.logger.Warn("prompts/list failed", "error", err)
-			}
-			continue
-		}
-		for _, p := range ps {
-			cp := *p
-			cp.Name = catalogueName(b.prefix, p.Name)
-			out = append(out, Prompt{Prompt: &cp, Backend: b.name, BackendPrompt: p.Name})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// GetPrompt renders the namespaced prompt name with args. Errors as CallTool;
-// an unknown name wraps ErrUnknownTool.
-func (h *Host) GetPrompt(ctx context.Context, name string, args map[string]string) (res *mcp.GetPromptResult, err error) {
-	ps, err := h.Prompts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range ps {
-		if p.Name == name {
-			b := h.byName[p.Backend]
-			err = bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) {
-				res, err = tr.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.BackendPrompt, Arguments: args})
-				return
-			})
-			return res, err
-		}
-	}
-	return nil, fmt.Errorf("prompt %q: %w", name, ErrUnknownTool)
-}
-
-// Resources returns every ready backend's resources with their backend.
-func (h *Host) Resources(ctx context.Context) ([]Resource, error) {
-	var out []Resource
-	for _, b := range h.readyBackends() {
-		var rs []*mcp.Resource
-		err := bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) { rs, err = tr.ListResources(ctx); return })
-		if err != nil {
-			if !errors.Is(err, transport.ErrUnsupported) {
-				b.logger.Warn("resources/list failed", "error", err)
-			}
-			continue
-		}
-		for _, r := range rs {
-			out = append(out, Resource{Resource: r, Backend: b.name})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })
-	return out, nil
-}
-
-// ReadResource reads uri from backend (a backend name, as in Resource).
-func (h *Host) ReadResource(ctx context.Context, backend, uri string) (res *mcp.ReadResourceResult, err error) {
-	b, ok := h.byName[backend]
-	if !ok {
-		return nil, fmt.Errorf("%w: no backend %q", ErrBackendUnavailable, backend)
-	}
-	err = bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) {
-		res, err = tr.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-		return
-	})
-	return res, err
 }
 
 // bounded runs f on b's transport (waiting for it as a call does) with ctx

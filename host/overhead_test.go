@@ -64,7 +64,7 @@ deny  = ["*__delete_*", "t__crash", "t__sleep"]
 	args := map[string]any{"text": "hello"}
 	for _, kind := range []string{KindPlugin, KindStdio} {
 		for _, on := range []bool{false, true} {
-			name := map[string]string{KindPlugin: "plugin", KindStdio: "server"}[kind] + map[bool]string{false: "/off", true: "/on"}[on]
+			name := "kind=" + map[string]string{KindPlugin: "plugin", KindStdio: "server"}[kind] + map[bool]string{false: "/checks=off", true: "/checks=on"}[on]
 			b.Run(name, func(b *testing.B) {
 				src := ""
 				if on {

@@ -34,32 +34,11 @@ type Decision struct {
 //
 // A Policy whose Default is empty behaves as "allow".
 func Decide(pol *config.Policy, prof *config.Profile, name string) Decision {
-	deny := config.Best(pol.DenyRules, name)
+	var allow, deny []config.Rule
 	if prof != nil {
-		if d := config.Best(prof.DenyRules, name); d != nil && (deny == nil || d.Specificity > deny.Specificity) {
-			deny = d
-		}
+		allow, deny = prof.AllowRules, prof.DenyRules
 	}
-	if deny != nil {
-		return Decision{Rule: deny.String()}
-	}
-	allow := config.Best(pol.AllowRules, name)
-	if allow == nil && pol.Default == config.PolicyDeny {
-		return Decision{Rule: `policy.default "deny"`}
-	}
-	if prof != nil && len(prof.AllowRules) > 0 {
-		pa := config.Best(prof.AllowRules, name)
-		if pa == nil {
-			return Decision{Rule: fmt.Sprintf("profiles.%s.allow (no glob matches)", prof.Name)}
-		}
-		if allow == nil || pa.Specificity > allow.Specificity {
-			allow = pa
-		}
-	}
-	if allow != nil {
-		return Decision{Allowed: true, Rule: allow.String()}
-	}
-	return Decision{Allowed: true, Rule: `policy.default "allow"`}
+	return decide(pol.AllowRules, pol.DenyRules, pol.Default, prof, allow, deny, "allow", name)
 }
 
 // view is the catalogue as one profile sees it ("" is the Host's own view:

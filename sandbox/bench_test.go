@@ -16,8 +16,8 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2s -count 6 ./sandbox/ | tee /tmp/bench.txt
 //
-// BenchmarkCall/sandbox is a warm echo call through (*Plugin).CallTool with
-// its deadline enforced; BenchmarkCall/stock is the floor: a bare extism
+// BenchmarkCall/impl=sandbox is a warm echo call through (*Plugin).CallTool with
+// its deadline enforced; BenchmarkCall/impl=stock is the floor: a bare extism
 // CallWithContext of the same export with the same input on a plugin built
 // with close-on-context-done, under a per-call deadline.
 
@@ -26,7 +26,7 @@ func BenchmarkCall(b *testing.B) {
 	path := fixture(b, "echo")
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
 
-	b.Run("sandbox", func(b *testing.B) {
+	b.Run("impl=sandbox", func(b *testing.B) {
 		p := connect(b, e, "echo", config.Plugin{Instances: 1}, nil)
 		ctx := context.Background()
 		b.ReportAllocs()
@@ -39,7 +39,7 @@ func BenchmarkCall(b *testing.B) {
 		}
 	})
 
-	b.Run("stock", func(b *testing.B) {
+	b.Run("impl=stock", func(b *testing.B) {
 		ctx := context.Background()
 		rc := wazero.NewRuntimeConfig().WithCompilationCache(e.cache).WithCloseOnContextDone(true)
 		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmFile{Path: path}}},
@@ -110,7 +110,7 @@ func BenchmarkConnect(b *testing.B) {
 		e.Close()
 		return d
 	}
-	b.Run("cold", func(b *testing.B) {
+	b.Run("cache=cold", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			dir := b.TempDir()
@@ -118,7 +118,7 @@ func BenchmarkConnect(b *testing.B) {
 			ready(b, dir)
 		}
 	})
-	b.Run("cached", func(b *testing.B) {
+	b.Run("cache=cached", func(b *testing.B) {
 		dir := b.TempDir()
 		ready(b, dir)
 		b.ResetTimer()

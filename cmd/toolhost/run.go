@@ -49,6 +49,18 @@ Commands:
                                  with --profile, start the backends and show the profile's
                                  catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
+  prompts [--profile NAME] [--json]
+                                 list the prompts (as the policy, or a profile, allows)
+  prompt NAME [--args JSON] [--profile NAME] [--json]
+                                 render a prompt with its arguments (a JSON object of strings)
+  resources [--profile NAME] [--json]
+                                 list the resources (as the policy, or a profile, allows)
+  read URI [--backend NAME] [--profile NAME] [--json]
+                                 read a resource (--backend when no backend, or several, list URI)
+  serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]
+                                 serve the catalogue as an MCP server: on stdin/stdout, or over
+                                 Streamable HTTP at http://ADDR/mcp (default [serve] listen,
+                                 127.0.0.1:8808); [serve.clients.NAME] tokens select profiles
 
 Global flags:
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
@@ -56,11 +68,13 @@ Global flags:
 
 Exit status: 0 ok, 1 tool returned an error result (also: invalid arguments), 2 usage or
 configuration error (also: unknown profile), 3 call failed (unknown tool, backend unavailable,
-timeout), 4 call denied by the policy or the profile.
+timeout), 4 call denied by the policy or the profile (also: a prompt or resource).
 `
 
 type cli struct {
 	stdout, stderr io.Writer
+	cfg            *config.Config         // the configuration withHost loaded
+	audit          func(host.AuditRecord) // host.Options.Audit of withHost's Host
 	configPath     string
 	logLevel       string
 	logger         hclog.Logger
@@ -103,6 +117,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.check(rest)
 	case "inspect":
 		return c.inspect(rest)
+	case "prompts":
+		return c.prompts(rest)
+	case "prompt":
+		return c.prompt(rest)
+	case "resources":
+		return c.resources(rest)
+	case "read":
+		return c.read(rest)
+	case "serve":
+		return c.serve(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -159,9 +183,10 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	if cfg == nil {
 		return code
 	}
+	c.cfg = cfg
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := host.New(ctx, cfg, &host.Options{Logger: c.logger})
+	h, err := host.New(ctx, cfg, &host.Options{Logger: c.logger, Audit: c.audit})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 		return exitUsage
@@ -179,10 +204,15 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	return f(ctx, h)
 }
 
-// catalogue is what tools and call use: the Host itself or a profile's View.
+// catalogue is what tools, call, prompts, prompt, resources and read use:
+// the Host itself or a profile's View.
 type catalogue interface {
 	Tools(ctx context.Context) ([]host.Tool, error)
 	CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error)
+	Prompts(ctx context.Context) ([]host.Prompt, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
+	Resources(ctx context.Context) ([]host.Resource, error)
+	ReadResource(ctx context.Context, backend, uri string) (*mcp.ReadResourceResult, error)
 }
 
 // view returns the Host, or the View of profile when it is not empty.

@@ -143,3 +143,29 @@ func StartEverythingHTTP(tb testing.TB) string {
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
+
+var nodeModulesMu sync.Mutex
+
+// TSClient returns the path of testdata/tsclient/client.mjs, a real MCP
+// client on the official TypeScript SDK, after installing its pinned npm
+// dependencies (npm ci) if they are not there yet. It skips tb when node is
+// not installed.
+func TSClient(tb testing.TB) string {
+	tb.Helper()
+	NeedNpx(tb)
+	dir := filepath.Join(Root(), "testdata", "tsclient")
+	nodeModulesMu.Lock()
+	defer nodeModulesMu.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tb.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	}
+	return filepath.Join(dir, "client.mjs")
+}
+
+// InspectorPackage is the MCP Inspector, pinned, whose --cli mode the
+// gateway tests drive toolhost serve with.
+const InspectorPackage = "@modelcontextprotocol/inspector@2.12.0"

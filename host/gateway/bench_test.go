@@ -1,0 +1,175 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
+)
+
+// benchConfig is a fixture server and the pdk echo plugin, open to all.
+func benchConfig(b *testing.B) string {
+	wasm := wasmbuild.Build(b, filepath.Join(testutil.Root(), "testdata", "plugins"), "./pdkecho")
+	return fmt.Sprintf(`
+[servers.fx]
+command = %q
+startup_timeout = "10m"
+
+[plugins.wasm]
+path = %q
+instances = 2
+startup_timeout = "10m"
+`, testutil.Fixture(b), wasm)
+}
+
+// latencies records one duration per call and reports the median and the
+// 99th percentile in microseconds.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) report(b *testing.B) {
+	if len(l.d) == 0 {
+		return
+	}
+	slices.Sort(l.d)
+	q := func(p float64) float64 { return float64(l.d[int(p*float64(len(l.d)-1))].Nanoseconds()) / 1e3 }
+	b.ReportMetric(q(0.5), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+}
+
+func benchCalls(b *testing.B, cs *mcp.ClientSession, name string, args map[string]any) {
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	var lat latencies
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		res, err := cs.CallTool(ctx, params)
+		lat.add(time.Since(t0))
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
+// BenchmarkGatewayCall is the gateway hop: one tool call made with the
+// go-sdk client directly to the Go fixture server over stdio
+// (via=direct), and the same call through toolhost serve, over stdio (a
+// real toolhost child process) and Streamable HTTP (an in-process gateway
+// on a loopback listener), to the fixture server (target=fixture) and to a
+// Wasm plugin (target=wasm).
+func BenchmarkGatewayCall(b *testing.B) {
+	ctx := context.Background()
+	src := benchConfig(b)
+	args := map[string]any{"text": "hello"}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
+
+	b.Run("target=fixture/via=direct", func(b *testing.B) {
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testutil.Fixture(b))}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		benchCalls(b, cs, "echo", args)
+	})
+
+	cfgPath := filepath.Join(b.TempDir(), "toolhost.toml")
+	if err := os.WriteFile(cfgPath, []byte(src), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	bin := testutil.GoBinary(b, "./cmd/toolhost")
+	for _, target := range []string{"fixture", "wasm"} {
+		tool := map[string]string{"fixture": "fx__echo", "wasm": "wasm__echo"}[target]
+		b.Run("target="+target+"/via=gateway-stdio", func(b *testing.B) {
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "--config", cfgPath, "serve", "--stdio")}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			benchCalls(b, cs, tool, args)
+		})
+	}
+
+	f := startTB(b, src)
+	srv := httptest.NewServer(f.g.Handler())
+	defer srv.Close()
+	for _, target := range []string{"fixture", "wasm"} {
+		tool := map[string]string{"fixture": "fx__echo", "wasm": "wasm__echo"}[target]
+		b.Run("target="+target+"/via=gateway-http", func(b *testing.B) {
+			cs, err := connectHTTP(ctx, srv.URL+"/mcp", "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			benchCalls(b, cs, tool, args)
+		})
+	}
+}
+
+// BenchmarkGatewayThroughput is calls per second through the HTTP gateway
+// with 1, 16 and 64 concurrent clients (one session each), to the Wasm
+// plugin and to the fixture server.
+func BenchmarkGatewayThroughput(b *testing.B) {
+	ctx := context.Background()
+	f := startTB(b, benchConfig(b))
+	srv := httptest.NewServer(f.g.Handler())
+	defer srv.Close()
+	for _, target := range []string{"wasm", "fixture"} {
+		tool := map[string]string{"fixture": "fx__echo", "wasm": "wasm__echo"}[target]
+		for _, n := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("target=%s/clients=%d", target, n), func(b *testing.B) {
+				sessions := make([]*mcp.ClientSession, n)
+				for i := range sessions {
+					cs, err := connectHTTP(ctx, srv.URL+"/mcp", "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer cs.Close()
+					sessions[i] = cs
+				}
+				var next atomic.Int64
+				var lat latencies
+				params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "hello"}}
+				b.SetParallelism((n + 1) / 2) // GOMAXPROCS (2) × this = n goroutines
+				b.ResetTimer()
+				start := time.Now()
+				b.RunParallel(func(pb *testing.PB) {
+					cs := sessions[int(next.Add(1)-1)%n]
+					for pb.Next() {
+						t0 := time.Now()
+						if _, err := cs.CallTool(ctx, params); err != nil {
+							b.Error(err)
+							return
+						}
+						lat.add(time.Since(t0))
+					}
+				})
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+				lat.report(b)
+			})
+		}
+	}
+}

@@ -1,0 +1,404 @@
+// Package gateway serves a host.Host's policed catalogue as an MCP server:
+// `toolhost serve`.
+//
+// It is built on the go-sdk server side. Every profile it serves is its own
+// *mcp.Server, so one client never sees another profile's tools and
+// list_changed notifications reach only the clients of the profile whose
+// listing changed. The gateway is not a second host: every tools/call,
+// prompts/get and resources/read goes through the Host's View of the
+// client's profile, with its policy, validation, deadlines, supervision and
+// audit (the audit record names the client, AuditRecord.Client).
+//
+// Transports: stdio (ServeStdio, for desktop clients that spawn toolhost)
+// and Streamable HTTP at /mcp (Handler, Serve), in sessions or stateless
+// ([serve] stateless). Over HTTP, [serve.clients.NAME] tokens map clients to
+// profiles; /healthz and /readyz answer outside the token check.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
+)
+
+// Errors of the gateway.
+var (
+	// ErrUnauthenticated: Serve was asked to listen on an address other
+	// than loopback with no [serve.clients] tokens and without
+	// Options.AllowUnauthenticated: anyone who can reach the port would
+	// get the catalogue.
+	ErrUnauthenticated = errors.New("gateway: refusing to serve HTTP beyond loopback without client tokens")
+)
+
+// Client names used in audit records for clients that present no token.
+const (
+	ClientStdio = "stdio"
+	ClientHTTP  = "http"
+)
+
+// Options configures a Gateway. Nil is valid.
+type Options struct {
+	// Logger receives the gateway's logs (default: a null logger).
+	Logger hclog.Logger
+	// Version is the server version clients see in initialize (default
+	// "dev").
+	Version string
+	// Profile, when not empty, overrides [serve] profile: the view of a
+	// client with no token.
+	Profile string
+	// AllowUnauthenticated lets Serve listen beyond loopback with no
+	// client tokens (--allow-unauthenticated).
+	AllowUnauthenticated bool
+	// Metrics, when set, is served at GET /metrics (outside the token
+	// check) and follows the Host's events; pass its Record as the Host's
+	// Options.Audit so that it counts calls.
+	Metrics *Metrics
+}
+
+// catalogue is what a profile's server serves: the Host itself (no
+// profile) or a *host.View.
+type catalogue interface {
+	Tools(ctx context.Context) ([]host.Tool, error)
+	CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error)
+	Prompts(ctx context.Context) ([]host.Prompt, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
+	Resources(ctx context.Context) ([]host.Resource, error)
+	ReadResource(ctx context.Context, backend, uri string) (*mcp.ReadResourceResult, error)
+}
+
+// Gateway serves one Host to MCP clients. Make one with New; Close it
+// before the Host.
+type Gateway struct {
+	h       *host.Host
+	cfg     *config.Config
+	serve   config.Serve
+	profile string // the view of a client with no token
+	opts    Options
+	logger  hclog.Logger
+
+	servers map[string]*profileServer // by profile name; "" is the Host's own view
+	tokens  []token
+	calls   inflight
+
+	unsubscribe func()
+	detach      func()        // Metrics.Attach's
+	kick        chan struct{} // buffered 1: a resync is due
+	stop        chan struct{}
+	done        chan struct{}
+	closeOnce   sync.Once
+}
+
+// token is one client's bearer token, by its SHA-256 (compared in constant
+// time; the token itself is not kept).
+type token struct {
+	sum     [sha256.Size]byte
+	client  string
+	profile string
+}
+
+// New builds the MCP servers of every profile the gateway serves (the
+// [serve] profile and every [serve.clients.NAME] profile), registers the
+// Host's current catalogue on them and follows the Host's catalogue events
+// from then on. cfg must be the configuration h was built from. An unknown
+// profile is an error wrapping host.ErrUnknownProfile.
+func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
+	g := &Gateway{h: h, cfg: cfg, serve: cfg.Serve, servers: map[string]*profileServer{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if opts != nil {
+		g.opts = *opts
+	}
+	g.logger = g.opts.Logger
+	if g.logger == nil {
+		g.logger = hclog.NewNullLogger()
+	}
+	if g.opts.Version == "" {
+		g.opts.Version = "dev"
+	}
+	g.profile = g.serve.Profile
+	if g.opts.Profile != "" {
+		g.profile = g.opts.Profile
+	}
+	if g.serve.MaxBody == 0 {
+		g.serve.MaxBody = config.DefaultMaxBody
+	}
+	if g.serve.SessionTimeout == 0 {
+		g.serve.SessionTimeout = config.Duration(config.DefaultSessionTimeout)
+	}
+	profiles := []string{g.profile}
+	for _, name := range slices.Sorted(maps.Keys(g.serve.Clients)) {
+		c := g.serve.Clients[name]
+		g.tokens = append(g.tokens, token{sum: sha256.Sum256([]byte(c.Token)), client: name, profile: c.Profile})
+		profiles = append(profiles, c.Profile)
+	}
+	for _, p := range profiles {
+		if _, ok := g.servers[p]; ok {
+			continue
+		}
+		var view catalogue = h
+		if p != "" {
+			v, err := h.Profile(p)
+			if err != nil {
+				return nil, err
+			}
+			view = v
+		}
+		g.servers[p] = g.newServer(p, view)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	g.syncAll(ctx)
+	cancel()
+	g.unsubscribe = h.Subscribe(func(ev host.Event) {
+		switch ev.Kind {
+		case host.EventCatalogue, host.EventListChanged, host.EventState:
+			select {
+			case g.kick <- struct{}{}:
+			default: // a resync is already due: changes coalesce
+			}
+		}
+	})
+	if g.opts.Metrics != nil {
+		g.detach = g.opts.Metrics.Attach(h)
+	}
+	go g.resyncLoop()
+	return g, nil
+}
+
+// resyncLoop brings every profile's server up to date after catalogue
+// events, one resync for any number of events that arrived meanwhile.
+func (g *Gateway) resyncLoop() {
+	defer close(g.done)
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-g.kick:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		go func() {
+			select {
+			case <-g.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		g.syncAll(ctx)
+		cancel()
+	}
+}
+
+func (g *Gateway) syncAll(ctx context.Context) {
+	for _, p := range slices.Sorted(maps.Keys(g.servers)) {
+		g.servers[p].sync(ctx, g.logger)
+	}
+}
+
+// Close stops following the Host. Sessions end when their transports do;
+// Close does not close the Host. It is idempotent.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		if g.unsubscribe != nil {
+			g.unsubscribe()
+		}
+		if g.detach != nil {
+			g.detach()
+		}
+		close(g.stop)
+		<-g.done
+	})
+	return nil
+}
+
+// ServeTransport runs one MCP session of the default profile on t until
+// the client disconnects or ctx is done. Audit records name the client
+// "stdio".
+//
+// When the connection ends (the client went away), calls still in flight
+// are cancelled, and ServeTransport returns once they have.
+func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	nt := &closeNotifier{Transport: t, closed: make(chan struct{})}
+	ss, err := g.servers[g.profile].srv.Connect(ctx, nt, nil)
+	if err != nil {
+		return err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+	case <-nt.closed:
+	case err := <-waited:
+		return err
+	}
+	g.calls.end(func(c *call) bool { return c.ss == ss })
+	ss.Close()
+	err = <-waited
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// ServeStdio is ServeTransport on the process's stdin and stdout (newline-delimited
+// JSON-RPC, MCP 2025-11-25 basic/transports#stdio). Nothing else may write
+// to stdout meanwhile: logs go to stderr.
+func (g *Gateway) ServeStdio(ctx context.Context) error {
+	return g.ServeTransport(ctx, &mcp.StdioTransport{})
+}
+
+// Handler returns the gateway's HTTP handler: Streamable HTTP at /mcp
+// (behind the bearer-token check when [serve.clients] are defined, with
+// go-sdk's DNS-rebinding check for loopback and http.CrossOriginProtection,
+// bodies capped at [serve] max_body), and, outside the token check, GET
+// /healthz (200 while the process serves), GET /readyz (200 when every
+// backend a served profile requires is ready, else 503 naming them) and,
+// with Options.Metrics, GET /metrics (Prometheus text format).
+func (g *Gateway) Handler() http.Handler {
+	mcpHandler := mcp.NewStreamableHTTPHandler(g.serverFor, &mcp.StreamableHTTPOptions{
+		Stateless:             g.serve.Stateless,
+		SessionTimeout:        g.serve.SessionTimeout.Std(),
+		CrossOriginProtection: http.NewCrossOriginProtection(),
+	})
+	var h http.Handler = limitBody(g.calls.track(mcpHandler), int64(g.serve.MaxBody))
+	if len(g.tokens) > 0 {
+		h = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", g.readyz)
+	if g.opts.Metrics != nil {
+		mux.Handle("GET /metrics", g.opts.Metrics.Handler())
+	}
+	return mux
+}
+
+// Serve serves Handler on ln until ctx is done, then shuts down, giving
+// requests in flight up to 5 seconds. Without client tokens it refuses a
+// listener that is not on loopback (ErrUnauthenticated) unless
+// Options.AllowUnauthenticated.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	if len(g.tokens) == 0 && !g.opts.AllowUnauthenticated && !isLoopback(ln.Addr()) {
+		return fmt.Errorf("%w: %s is reachable from other machines; define [serve.clients.NAME] tokens, listen on 127.0.0.1, or pass --allow-unauthenticated", ErrUnauthenticated, ln.Addr())
+	}
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	<-errc
+	return err
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// verify checks a bearer token against every client's, in constant time,
+// and names the client and its profile.
+func (g *Gateway) verify(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+	sum := sha256.Sum256([]byte(tok))
+	var match *token
+	for i := range g.tokens {
+		if subtle.ConstantTimeCompare(sum[:], g.tokens[i].sum[:]) == 1 {
+			match = &g.tokens[i]
+		}
+	}
+	if match == nil {
+		return nil, fmt.Errorf("%w: unknown token", auth.ErrInvalidToken)
+	}
+	return &auth.TokenInfo{UserID: match.client, Extra: map[string]any{"profile": match.profile}}, nil
+}
+
+// serverFor picks the server of the request's client's profile.
+func (g *Gateway) serverFor(r *http.Request) *mcp.Server {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		if p, ok := ti.Extra["profile"].(string); ok {
+			if ps, ok := g.servers[p]; ok {
+				return ps.srv
+			}
+		}
+	}
+	return g.servers[g.profile].srv
+}
+
+// clientName names the client of a request for the audit record.
+func clientName(extra *mcp.RequestExtra) string {
+	switch {
+	case extra == nil || extra.Header == nil:
+		return ClientStdio
+	case extra.TokenInfo != nil && extra.TokenInfo.UserID != "":
+		return extra.TokenInfo.UserID
+	}
+	return ClientHTTP
+}
+
+// limitBody refuses a body larger than max with 413, and caps what a
+// handler can read of one whose length is not declared.
+func limitBody(next http.Handler, max int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > max {
+			http.Error(w, fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes ([serve] max_body)", r.ContentLength, max), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readyz reports 200 when every backend required by a served profile is
+// ready.
+func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
+	required := map[string]bool{}
+	for p := range g.servers {
+		if prof := g.cfg.Profiles[p]; prof != nil {
+			for _, b := range prof.Requires {
+				required[b] = true
+			}
+		}
+	}
+	type notReady struct {
+		Backend string `json:"backend"`
+		State   string `json:"state"`
+	}
+	var down []notReady
+	for _, st := range g.h.Status() {
+		if required[st.Name] && st.State != host.StateReady {
+			down = append(down, notReady{st.Name, string(st.State)})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if len(down) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"ready": len(down) == 0, "not_ready": down})
+}

@@ -1,0 +1,148 @@
+package gateway
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolhost/toolhost/host"
+)
+
+// Metrics is the gateway's Prometheus registry (GET /metrics). Feed it the
+// Host's audit records (Record, as host.Options.Audit) and events
+// (Observe, or Attach). Label values are bounded: backend, tool and
+// profile names come from the configuration and the catalogue (a call of
+// a name not in the catalogue is counted under tool ""), outcomes are the
+// host's Outcome constants.
+//
+// Metrics:
+//
+//	mcp_invocations_total{backend,tool,profile,outcome}   counter: calls, prompt gets and resource reads
+//	mcp_invocation_latency_ms{backend,profile}            histogram: their latency, milliseconds
+//	mcp_errors_total{backend,outcome}                     counter: the ones whose outcome is not ok or tool_error
+//	mcp_retries_total{backend,tool}                       counter: resends after failures
+//	mcp_circuit_state{backend,tool}                       gauge: 0 closed, 1 half-open, 2 open (tool "" is the backend's breaker)
+//	mcp_backend_state{backend,state}                      gauge: 1 for the backend's current state, else 0
+//	mcp_backend_restarts{backend}                         gauge: restarts since start
+//	mcp_backend_tools{backend}                            gauge: tools in the catalogue
+type Metrics struct {
+	reg         *prometheus.Registry
+	invocations *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	errors      *prometheus.CounterVec
+	retries     *prometheus.CounterVec
+	circuit     *prometheus.GaugeVec
+
+	mu sync.Mutex
+	h  *host.Host // for the backend gauges, read at scrape time
+}
+
+// NewMetrics returns an empty registry with the metrics above and Go's
+// process and runtime collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_invocations_total", Help: "Tool calls, prompt gets and resource reads, by backend, tool, profile and outcome.",
+		}, []string{"backend", "tool", "profile", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mcp_invocation_latency_ms", Help: "Latency of invocations in milliseconds, by backend and profile.",
+			Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000},
+		}, []string{"backend", "profile"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_errors_total", Help: "Invocations that could not be made or were refused, by backend and outcome.",
+		}, []string{"backend", "outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_retries_total", Help: "Calls sent again after a failure, by backend and tool.",
+		}, []string{"backend", "tool"}),
+		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcp_circuit_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open (tool \"\": the backend's breaker).",
+		}, []string{"backend", "tool"}),
+	}
+	m.reg.MustRegister(m.invocations, m.latency, m.errors, m.retries, m.circuit,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), backendCollector{m})
+	return m
+}
+
+// Record counts one audit record. It is safe for concurrent use and is
+// meant to be (part of) host.Options.Audit.
+func (m *Metrics) Record(r host.AuditRecord) {
+	tool := r.Tool
+	if r.Outcome == host.OutcomeUnknownTool {
+		tool = "" // a name a client made up: not a label value
+	}
+	if r.Op == "prompts/get" {
+		tool = r.Prompt
+	} else if r.Op == "resources/read" {
+		tool = "" // URIs are unbounded
+	}
+	m.invocations.WithLabelValues(r.Backend, tool, r.Profile, r.Outcome).Inc()
+	m.latency.WithLabelValues(r.Backend, r.Profile).Observe(r.LatencyMS)
+	if r.Outcome != host.OutcomeOK && r.Outcome != host.OutcomeToolError {
+		m.errors.WithLabelValues(r.Backend, r.Outcome).Inc()
+	}
+	if r.Retries > 0 {
+		m.retries.WithLabelValues(r.Backend, tool).Add(float64(r.Retries))
+	}
+}
+
+// Observe follows one host event (circuit breaker changes).
+func (m *Metrics) Observe(ev host.Event) {
+	if ev.Kind != host.EventCircuit {
+		return
+	}
+	v := map[string]float64{"closed": 0, "half-open": 1, "open": 2}[ev.Circuit]
+	m.circuit.WithLabelValues(ev.Backend, ev.Tool).Set(v)
+}
+
+// Attach makes the backend gauges read h's Status at every scrape, and
+// follows h's events until the returned function is called.
+func (m *Metrics) Attach(h *host.Host) (detach func()) {
+	m.mu.Lock()
+	m.h = h
+	m.mu.Unlock()
+	return h.Subscribe(m.Observe)
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// backendCollector reports the backend gauges from Host.Status.
+type backendCollector struct{ m *Metrics }
+
+var (
+	stateDesc    = prometheus.NewDesc("mcp_backend_state", "1 for the backend's current state, else 0.", []string{"backend", "state"}, nil)
+	restartsDesc = prometheus.NewDesc("mcp_backend_restarts", "Restarts of the backend since the host started.", []string{"backend"}, nil)
+	toolsDesc    = prometheus.NewDesc("mcp_backend_tools", "Tools the backend has in the catalogue.", []string{"backend"}, nil)
+	allStates    = []host.State{host.StateIdle, host.StateStarting, host.StateReady, host.StateRestarting, host.StateFailed, host.StateClosed}
+)
+
+func (c backendCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- stateDesc
+	ch <- restartsDesc
+	ch <- toolsDesc
+}
+
+func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	h := c.m.h
+	c.m.mu.Unlock()
+	if h == nil {
+		return
+	}
+	for _, st := range h.Status() {
+		for _, s := range allStates {
+			v := 0.0
+			if st.State == s {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, v, st.Name, string(s))
+		}
+		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.GaugeValue, float64(st.Restarts), st.Name)
+		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(st.Tools), st.Name)
+	}
+}

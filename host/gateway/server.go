@@ -1,0 +1,219 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host"
+)
+
+// profileServer is the MCP server of one profile, and what was last
+// registered on it (by name or URI, with a fingerprint of each item so
+// that a changed item is registered again and an unchanged one is not).
+type profileServer struct {
+	profile string
+	view    catalogue
+	srv     *mcp.Server
+	calls   *inflight // the gateway's
+
+	mu        sync.Mutex // serialises sync
+	tools     map[string]string
+	prompts   map[string]string
+	resources map[string]string
+}
+
+func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
+		HasTools: true, HasPrompts: true, HasResources: true,
+	})
+	return &profileServer{profile: profile, view: view, srv: srv, calls: &g.calls,
+		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}}
+}
+
+// fingerprint is v's JSON encoding: equal for items that look the same to
+// a client.
+func fingerprint(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// sync registers what the view lists now and removes what it no longer
+// lists; the go-sdk server sends list_changed to its sessions for each
+// kind that changed. A listing that fails leaves that kind as it was.
+func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	logger = logger.With("profile", ps.profile)
+
+	if tools, err := ps.view.Tools(ctx); err != nil {
+		logger.Warn("tools/list for the gateway failed", "error", err)
+	} else {
+		seen := map[string]bool{}
+		for _, t := range tools {
+			seen[t.Name] = true
+			tool, ok := forClients(t.Tool)
+			if !ok {
+				logger.Warn("tool not served: its inputSchema is not an object schema", "tool", t.Name)
+				continue
+			}
+			fp := fingerprint(tool)
+			if ps.tools[t.Name] == fp {
+				continue
+			}
+			ps.tools[t.Name] = fp
+			ps.srv.AddTool(tool, ps.callTool(t.Name))
+		}
+		if gone := missing(ps.tools, seen); len(gone) > 0 {
+			ps.srv.RemoveTools(gone...)
+		}
+	}
+
+	if prompts, err := ps.view.Prompts(ctx); err != nil {
+		logger.Warn("prompts/list for the gateway failed", "error", err)
+	} else {
+		seen := map[string]bool{}
+		for _, p := range prompts {
+			seen[p.Name] = true
+			fp := fingerprint(p.Prompt)
+			if ps.prompts[p.Name] == fp {
+				continue
+			}
+			ps.prompts[p.Name] = fp
+			ps.srv.AddPrompt(p.Prompt, ps.getPrompt(p.Name))
+		}
+		if gone := missing(ps.prompts, seen); len(gone) > 0 {
+			ps.srv.RemovePrompts(gone...)
+		}
+	}
+
+	if resources, err := ps.view.Resources(ctx); err != nil {
+		logger.Warn("resources/list for the gateway failed", "error", err)
+	} else {
+		seen := map[string]bool{}
+		for _, r := range resources {
+			if seen[r.URI] {
+				// Two backends list one URI: the first (by backend
+				// name) serves it.
+				logger.Warn("resource listed by more than one backend; serving the first", "uri", r.URI, "skipped", r.Backend)
+				continue
+			}
+			seen[r.URI] = true
+			fp := r.Backend + "\x00" + fingerprint(r.Resource)
+			if ps.resources[r.URI] == fp {
+				continue
+			}
+			ps.resources[r.URI] = fp
+			ps.srv.AddResource(r.Resource, ps.readResource(r.Backend))
+		}
+		if gone := missing(ps.resources, seen); len(gone) > 0 {
+			ps.srv.RemoveResources(gone...)
+		}
+	}
+}
+
+// missing deletes from registered the keys not in seen and returns them.
+func missing(registered map[string]string, seen map[string]bool) []string {
+	var gone []string
+	for _, k := range slices.Sorted(maps.Keys(registered)) {
+		if !seen[k] {
+			gone = append(gone, k)
+			delete(registered, k)
+		}
+	}
+	return gone
+}
+
+// forClients returns the tool as the go-sdk server can register it: its
+// inputSchema an object schema. A schema without "type" gets "type":
+// "object" (MCP 2025-11-25 server/tools requires an object schema); one of
+// another type is refused (ok false) rather than made to panic AddTool.
+func forClients(t *mcp.Tool) (*mcp.Tool, bool) {
+	var m map[string]any
+	b, err := json.Marshal(t.InputSchema)
+	if err != nil || json.Unmarshal(b, &m) != nil || m == nil {
+		return nil, false
+	}
+	switch typ, ok := m["type"]; {
+	case !ok:
+		m["type"] = "object"
+	case typ != "object":
+		return nil, false
+	}
+	cp := *t
+	cp.InputSchema = m
+	return &cp, true
+}
+
+func (ps *profileServer) callTool(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx = host.WithClient(ctx, clientName(req.Extra))
+		ctx, done := ps.calls.begin(ctx, req.Session, req.Extra)
+		defer done()
+		var args any = json.RawMessage("{}")
+		if len(req.Params.Arguments) > 0 {
+			args = req.Params.Arguments
+		}
+		res, err := ps.view.CallTool(ctx, name, args)
+		if err != nil {
+			// A call that could not be made is a tool execution error
+			// for the model to read (MCP 2025-11-25 server/tools, "Error
+			// Handling"), not a protocol error.
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		return withoutUpstreamMeta(res), nil
+	}
+}
+
+// withoutUpstreamMeta returns res without the reserved _meta keys
+// ("io.modelcontextprotocol/...", MCP 2025-11-25 basic, "_meta") that the
+// backend set about its own session (its serverInfo, say): the client's
+// session is with the gateway.
+func withoutUpstreamMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
+	reserved := false
+	for k := range res.Meta {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			reserved = true
+			break
+		}
+	}
+	if !reserved {
+		return res
+	}
+	cp := *res
+	cp.Meta = mcp.Meta{}
+	for k, v := range res.Meta {
+		if !strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			cp.Meta[k] = v
+		}
+	}
+	if len(cp.Meta) == 0 {
+		cp.Meta = nil
+	}
+	return &cp
+}
+
+func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		ctx = host.WithClient(ctx, clientName(req.Extra))
+		res, err := ps.view.GetPrompt(ctx, name, req.Params.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("prompt %s: %w", name, err)
+		}
+		return res, nil
+	}
+}
+
+func (ps *profileServer) readResource(backend string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		ctx = host.WithClient(ctx, clientName(req.Extra))
+		return ps.view.ReadResource(ctx, backend, req.Params.URI)
+	}
+}

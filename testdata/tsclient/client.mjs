@@ -1,0 +1,40 @@
+// A real MCP client built on the official TypeScript SDK, for the gateway's
+// tests and `make run`.
+//
+//   node client.mjs stdio COMMAND [ARG...]     spawn an MCP server on stdio
+//   node client.mjs http URL                   Streamable HTTP (TOKEN env: bearer token)
+//
+// It lists the tools, then, when CALL is set, calls that tool with ARGS (a
+// JSON object, default {}), and prints one JSON object on stdout:
+// {"server": {...}, "tools": [names], "result": CallToolResult}.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [mode, target, ...rest] = process.argv.slice(2);
+let transport;
+if (mode === "stdio") {
+  transport = new StdioClientTransport({ command: target, args: rest, stderr: "inherit" });
+} else if (mode === "http") {
+  const headers = process.env.TOKEN ? { Authorization: `Bearer ${process.env.TOKEN}` } : {};
+  transport = new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
+} else {
+  console.error("usage: node client.mjs stdio COMMAND [ARG...] | node client.mjs http URL");
+  process.exit(2);
+}
+
+const client = new Client({ name: "toolhost-tsclient", version: "1.0.0" });
+try {
+  await client.connect(transport);
+  const { tools } = await client.listTools();
+  const out = { server: client.getServerVersion(), tools: tools.map((t) => t.name).sort() };
+  if (process.env.CALL) {
+    out.result = await client.callTool({ name: process.env.CALL, arguments: JSON.parse(process.env.ARGS || "{}") });
+  }
+  console.log(JSON.stringify(out));
+} catch (err) {
+  console.error(`tsclient: ${err.message}`);
+  process.exitCode = 1;
+} finally {
+  await client.close();
+}
