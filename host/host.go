@@ -374,12 +374,17 @@ func (h *Host) rebuild(strict bool) error {
 
 // Tools returns the catalogue as the global [policy] allows it, sorted by
 // name. Each Tool's definition is a copy; callers may keep and modify it.
-// Lazy backends that have not started yet are started first (within ctx).
+// Lazy backends that have not started yet are started first (within ctx),
+// and eager backends still making their first attempt to start are waited
+// for, each up to its startup_timeout from this call, within ctx: a backend
+// still not ready then is left out (Status shows it starting, or restarting
+// with its error, with 0 tools).
 // The tools of a failed backend are not listed.
 func (h *Host) Tools(ctx context.Context) ([]Tool, error) { return h.viewTools(ctx, "") }
 
 func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
 	h.ensureStarted(ctx)
+	h.awaitEager(ctx)
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {

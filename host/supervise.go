@@ -76,6 +76,7 @@ type backend struct {
 	init        *mcp.InitializeResult
 	tools       []*mcp.Tool
 	known       bool // tools is the list of a successful start
+	slowStart   bool // the last attempt failed because startup_timeout came
 	restarts    int
 	recent      []time.Time // restart attempts within restart_window
 	next        time.Time   // the next attempt, while restarting
@@ -418,6 +419,9 @@ func (h *Host) attempt(b *backend) error {
 	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
+	b.mu.Lock()
+	b.slowStart = err != nil && timedOut
+	b.mu.Unlock()
 	if err != nil {
 		tr.Close()
 		if timedOut {

@@ -215,6 +215,13 @@ func (c *cli) tools(args []string) int {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			return exitCallError
 		}
+		for _, st := range h.Status() {
+			// Tools waited for backends still starting; name those it
+			// gave up on, so an empty list is not taken for "no tools".
+			if st.Tools == 0 && (st.State == host.StateStarting || st.State == host.StateRestarting) {
+				fmt.Fprintf(c.stderr, "toolhost: backend %s is still %s; its tools are not listed\n", st.Name, st.State)
+			}
+		}
 		if *asJSON {
 			type jsonTool struct {
 				Name         string               `json:"name"`
