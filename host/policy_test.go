@@ -315,10 +315,10 @@ path = "@PDKECHO@"
 	}
 }
 
-// startFixtureHTTP runs the fixture server over Streamable HTTP and returns
-// its URL.
-func startFixtureHTTP(t *testing.T) string {
-	cmd := exec.Command(testutil.Fixture(t), "-http", "127.0.0.1:0")
+// startFixtureHTTP runs the fixture server over Streamable HTTP, with extra
+// flags, and returns its URL.
+func startFixtureHTTP(t *testing.T, extra ...string) string {
+	cmd := exec.Command(testutil.Fixture(t), append([]string{"-http", "127.0.0.1:0"}, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -119,6 +119,27 @@ func (s *session) getPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.G
 	return s.cs.GetPrompt(ctx, p)
 }
 
+// ProtocolNoPing is the first MCP protocol version without "ping" (removed
+// in 2026-07-28 with sessions, SEP-2575: a go-sdk v1.8 server over HTTP
+// answers a ping with "missing or invalid _meta field
+// io.modelcontextprotocol/protocolVersion").
+const ProtocolNoPing = "2026-07-28"
+
+// ping is the liveness probe for the negotiated protocol version: an MCP
+// ping where it exists (up to 2025-11-25), and from ProtocolNoPing on,
+// where nothing replaces it on a live connection, the first page of
+// tools/list (every server toolhost hosts answers it; a server without the
+// tools capability still gets a ping). A server that sets ttlMs on its
+// list results (SEP-2549) may have that page answered from the go-sdk's
+// cache, so such a server is contacted at most once per ttlMs.
+func (s *session) ping(ctx context.Context) error {
+	if s.init == nil || s.init.ProtocolVersion < ProtocolNoPing || s.caps().Tools == nil {
+		return s.cs.Ping(ctx, nil)
+	}
+	_, err := s.cs.ListTools(ctx, nil)
+	return err
+}
+
 // ctxError maps a done context to the package's errors: a passed deadline
 // wraps both ErrTimeout and context.DeadlineExceeded; a cancellation wraps
 // context.Canceled. It returns nil while ctx is live.
@@ -142,7 +163,7 @@ type ops struct {
 
 // Ping implements Transport.
 func (o ops) Ping(ctx context.Context) error {
-	return o.do(ctx, "ping", func(se *session) error { return se.cs.Ping(ctx, nil) })
+	return o.do(ctx, "ping", func(se *session) error { return se.ping(ctx) })
 }
 
 // ListTools implements Transport.

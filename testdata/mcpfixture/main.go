@@ -19,6 +19,11 @@
 //	ignore-term ignore SIGTERM (Close must escalate to SIGKILL)
 //	spawn       start a grandchild "sleep" in the same process group
 //
+// -http ADDR -stateless serves stateless Streamable HTTP (the 2026-07-28
+// era: no sessions, no ping); -protocol VERSION narrows the protocol
+// versions the server negotiates to one (e.g. 2025-06-18, where ping is the
+// health check).
+//
 // With -once FILE the -mode fault applies only to the first process started
 // with that FILE (it creates it), so a restarted server comes up healthy.
 //
@@ -89,6 +94,8 @@ var (
 	extra      = flag.Bool("extra", false, "add the tools nested, badout, badschema and delete_all")
 	faults     = flag.Bool("faults", false, "add the fault tools freeze, garbage, close_stdout, hang, add_tool, remove_tool, stats")
 	crashAfter = flag.Int("crash-after", 0, "exit with status 9 when tools/call number N+1 arrives (0: never)")
+	stateless  = flag.Bool("stateless", false, "with -http: serve stateless Streamable HTTP (protocol 2026-07-28, no sessions)")
+	protocol   = flag.String("protocol", "", "negotiate only this protocol version (e.g. 2025-06-18); default: all the go-sdk speaks")
 
 	calls, cancelled atomic.Int64
 )
@@ -195,7 +202,11 @@ func addExtra(s *mcp.Server) {
 }
 
 func newServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, nil)
+	var opts *mcp.ServerOptions
+	if *protocol != "" {
+		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{*protocol}}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, opts)
 	s.AddReceivingMiddleware(count)
 	if *extra {
 		addExtra(s)
@@ -274,7 +285,7 @@ func main() {
 		// Tell the test where we listen.
 		fmt.Println(ln.Addr().String())
 		srv := newServer()
-		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: *stateless})
 		log.Fatal(http.Serve(ln, h))
 	}
 
