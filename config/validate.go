@@ -149,6 +149,9 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 	if s.Cwd != "" {
 		s.Cwd = resolvePath(l.dir, s.Cwd)
 	}
+	if s.URL != "" && l.isSet(k("strict_stdout")) {
+		l.errorf(k("strict_stdout"), "is only used by stdio servers (command): remove it")
+	}
 	l.timeout(k("timeout"), s.Timeout)
 	l.prefix(k("prefix"), s.Prefix)
 	if l.isSet(k("max_output")) && s.MaxOutput == 0 {

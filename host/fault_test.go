@@ -44,6 +44,7 @@ health_timeout = "1s"
 health_threshold = 2
 restart_backoff = { min = "20ms", max = "200ms" }
 max_restarts = 50
+@VICTIM@
 
 [servers.other]
 command = "@FIXTURE@"
@@ -64,8 +65,14 @@ type faultHost struct {
 // arguments (`, "-crash-after", "2"`) and extra TOML.
 func newFaultHost(t *testing.T, args, extra string) *faultHost {
 	t.Helper()
+	return newFaultHostVictim(t, args, "", extra)
+}
+
+// newFaultHostVictim is newFaultHost with extra keys for the victim's table.
+func newFaultHostVictim(t *testing.T, args, victim, extra string) *faultHost {
+	t.Helper()
 	dir := filepath.Join(testutil.Root(), "testdata", "plugins")
-	toml := strings.NewReplacer("@ARGS@", args, "@EXTRA@", extra).Replace(faultConfig)
+	toml := strings.NewReplacer("@ARGS@", args, "@VICTIM@", victim, "@EXTRA@", extra).Replace(faultConfig)
 	toml = strings.NewReplacer("@FIXTURE@", testutil.Fixture(t), "@ECHO@", wasmbuild.Build(t, dir, "./echo")).Replace(toml)
 	cfg, err := config.Parse([]byte(toml), &config.Options{Name: "fault.toml", Dir: t.TempDir()})
 	if err != nil {
@@ -373,7 +380,7 @@ func TestFaultCancel(t *testing.T) {
 }
 
 func TestFaultGarbage(t *testing.T) {
-	fh := newFaultHost(t, "", "")
+	fh := newFaultHostVictim(t, "", "strict_stdout = true", "")
 	stop := fh.bystanders()
 	pid := statusOf(fh.Host, "victim").Pid
 	t0 := time.Now()

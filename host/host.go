@@ -262,8 +262,12 @@ func (h *Host) build() error {
 				command = filepath.Join(h.cfg.Dir, command)
 			}
 			cmd := transport.Command{Path: command, Args: s.Args, Env: s.Env, InheritEnv: inherit, Dir: s.Cwd}
+			// A response line may carry a result up to max_output, plus its
+			// envelope; a longer one is discarded as it streams.
+			maxLine, strict := b.maxOutput+transport.ResponseEnvelope, s.StrictStdout
 			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
-				return transport.NewStdio(cmd, &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange})
+				return transport.NewStdio(cmd, &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange,
+					MaxLineLength: maxLine, StrictStdout: strict})
 			}
 		} else {
 			url, headers := s.URL, s.Headers

@@ -843,6 +843,10 @@ type BackendStatus struct {
 	// whose own breaker is not closed.
 	Circuit   string   `json:"circuit"`
 	OpenTools []string `json:"open_tools,omitempty"`
+	// StdoutSkipped counts the lines of a stdio server's stdout that were
+	// skipped on its current connection: lines that are not JSON (a
+	// banner; see strict_stdout) and responses over max_output.
+	StdoutSkipped int `json:"stdout_skipped,omitempty"`
 	LastError string   `json:"last_error,omitempty"`
 	// Err is the last error itself, for errors.Is (transport.ErrStart,
 	// transport.ErrInitialize, ErrUnhealthy, ...).
@@ -895,6 +899,9 @@ func (h *Host) Status() []BackendStatus {
 		sort.Strings(st.OpenTools)
 		if p, ok := tr.(interface{ Pid() int }); ok {
 			st.Pid = p.Pid()
+		}
+		if p, ok := tr.(interface{ SkippedLines() int }); ok {
+			st.StdoutSkipped = p.SkippedLines()
 		}
 		out = append(out, st)
 	}
