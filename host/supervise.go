@@ -846,8 +846,8 @@ type BackendStatus struct {
 	// StdoutSkipped counts the lines of a stdio server's stdout that were
 	// skipped on its current connection: lines that are not JSON (a
 	// banner; see strict_stdout) and responses over max_output.
-	StdoutSkipped int `json:"stdout_skipped,omitempty"`
-	LastError string   `json:"last_error,omitempty"`
+	StdoutSkipped int    `json:"stdout_skipped,omitempty"`
+	LastError     string `json:"last_error,omitempty"`
 	// Err is the last error itself, for errors.Is (transport.ErrStart,
 	// transport.ErrInitialize, ErrUnhealthy, ...).
 	Err error `json:"-"`
