@@ -625,8 +625,10 @@ restart_backoff = { min = "10ms", max = "20ms" }
 	if st.Restarts != 2 || !strings.Contains(st.LastError, "gave up after 2 restarts") || !errors.Is(st.Err, transport.ErrInitialize) {
 		t.Errorf("doomed: %+v, want failed after 2 restarts", st)
 	}
-	if _, err := fh.CallTool(ctx, "doomed__echo", nil); !errors.Is(err, host.ErrUnknownTool) {
-		t.Errorf("a backend that never started has no tools: %v", err)
+	// Its tools are not known, but the name is its: the call says why it
+	// cannot be made, not "unknown tool".
+	if _, err := fh.CallTool(ctx, "doomed__echo", nil); !errors.Is(err, host.ErrBackendUnavailable) || !errors.Is(err, transport.ErrInitialize) {
+		t.Errorf("a call to a backend that never started: %v, want ErrBackendUnavailable with its error", err)
 	}
 	if err := fh.Restart(ctx, "doomed"); !errors.Is(err, host.ErrBackendUnavailable) || !errors.Is(err, transport.ErrInitialize) {
 		t.Errorf("Restart of a backend that still fails: %v", err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +99,9 @@ const (
 // Close shuts the child down as the spec's stdio shutdown section describes,
 // but for the whole process group: close stdin and wait, SIGTERM and wait,
 // SIGKILL; so launchers such as npx leave no orphaned children. The child is
-// always reaped.
+// always reaped. On Linux the child is also the first process of a PID
+// namespace of its own and dies with toolhost (see Containment), so no
+// descendant outlives Close, or toolhost killed by SIGKILL.
 type Stdio struct {
 	ops
 	cmd    Command
@@ -247,17 +250,39 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	}
 	outR, outW, _ := os.Pipe()
 	errR, errW, _ := os.Pipe()
-	cmd := exec.Command(path, s.cmd.Args...)
-	cmd.Env = s.environ()
-	cmd.Dir = s.cmd.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	startErr := cmd.Start()
+	env := s.environ()
+	newCmd := func() *exec.Cmd {
+		cmd := exec.Command(path, s.cmd.Args...)
+		cmd.Env = env
+		cmd.Dir = s.cmd.Dir
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+		return cmd
+	}
+	// The child is started, and waited for, on one goroutine locked to its
+	// thread (see startContained).
+	exited := make(chan struct{})
+	started := make(chan *exec.Cmd, 1)
+	var startErr error
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		cmd, err := startContained(newCmd)
+		if err != nil {
+			startErr = err
+			close(started)
+			return
+		}
+		started <- cmd
+		s.exitErr = cmd.Wait()
+		close(exited)
+	}()
+	cmd, ok := <-started
 	// The child holds its own copies of these ends now.
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	if startErr != nil {
+	if !ok {
 		inW.Close()
 		outR.Close()
 		errR.Close()
@@ -266,16 +291,11 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	}
 	s.proc, s.pgid = cmd, cmd.Process.Pid
 	s.stdin, s.stdout, s.stderr = inW, outR, errR
-	s.exited = make(chan struct{})
+	s.exited = exited
 	s.stderrEOF = make(chan struct{})
 	s.done = make(chan struct{})
-	s.bg.Add(2)
+	s.bg.Add(1)
 	go s.readStderr()
-	go func() {
-		defer s.bg.Done()
-		s.exitErr = cmd.Wait()
-		close(s.exited)
-	}()
 	s.mu.Unlock()
 	s.logger.Debug("started", "pid", cmd.Process.Pid, "command", s.cmd.Path)
 

@@ -18,6 +18,7 @@
 //	hang        read stdin but never answer
 //	ignore-term ignore SIGTERM (Close must escalate to SIGKILL)
 //	spawn       start a grandchild "sleep" in the same process group
+//	spawn-setsid start a grandchild "sleep" in a session of its own (setsid)
 //
 // -http ADDR -stateless serves stateless Streamable HTTP (the 2026-07-28
 // era: no sessions, no ping); -protocol VERSION narrows the protocol
@@ -311,6 +312,15 @@ func main() {
 			log.Fatal(err)
 		}
 		log.Printf("grandchild pid %d", c.Process.Pid)
+	case "spawn-setsid":
+		// A grandchild that leaves the process group (and session), as a
+		// daemonizing helper does: killing the group does not reach it.
+		c := exec.Command("sleep", "300")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("grandchild pid %d (setsid)", c.Process.Pid)
 	}
 	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{lockedWriter{os.Stdout}}}
 	if err := newServer().Run(context.Background(), t); err != nil {
