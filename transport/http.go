@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/redact"
 )
 
 // HTTPOptions configures an HTTP transport. The zero value and nil are valid.
@@ -180,6 +182,12 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 // refused, unknown host), ErrInitialize otherwise (an HTTP error status, a
 // response that is not MCP, a timeout).
 func (h *HTTP) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
+	init, err := h.connect(ctx)
+	// The URL may carry a secret (userinfo, ?api_key=): never in a message.
+	return init, redact.Error(err)
+}
+
+func (h *HTTP) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -252,7 +260,7 @@ func (h *HTTP) renew(ctx context.Context, old *session) (*session, error) {
 	if cur != old {
 		return cur, nil
 	}
-	h.logger.Info("session lost (HTTP 404); re-initializing", "url", h.url)
+	h.logger.Info("session lost (HTTP 404); re-initializing", "url", redact.URL(h.url))
 	sess, err := h.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -273,6 +281,10 @@ func (h *HTTP) renew(ctx context.Context, old *session) (*session, error) {
 }
 
 func (h *HTTP) do(ctx context.Context, op string, f func(*session) error) error {
+	return redact.Error(h.doRaw(ctx, op, f))
+}
+
+func (h *HTTP) doRaw(ctx context.Context, op string, f func(*session) error) error {
 	sess, err := h.current()
 	if err != nil {
 		return fmt.Errorf("%s: %w (%w)", op, err, ErrNotSent)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/redact"
 )
 
 // Exit codes.
@@ -463,7 +464,7 @@ func (c *cli) check(args []string) int {
 			if s.IsStdio() {
 				fmt.Fprintf(tw, "%s\tstdio\t%s\t%s\t%s\n", n, prefix, timeout, strings.Join(append([]string{s.Command}, s.Args...), " "))
 			} else {
-				fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\n", n, prefix, timeout, s.URL)
+				fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\n", n, prefix, timeout, redact.URL(s.URL))
 			}
 			continue
 		}
