@@ -51,7 +51,7 @@ Commands:
                                  catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
 
-Global flags:
+Global flags (before or after the command):
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
   --log-level LEVEL trace, debug, info, warn (default), error or off; logs go to stderr
 
@@ -86,13 +86,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	// Global flags are accepted after the command too, as users type them
+	// (toolhost check --config x.toml).
+	rest, err := c.globalsAfter(fs.Args()[1:])
+	if err != nil {
+		return c.usageError(err.Error())
+	}
 	level := hclog.LevelFromString(c.logLevel)
 	if level == hclog.NoLevel {
 		return c.usageError(fmt.Sprintf("unknown --log-level %q", c.logLevel))
 	}
 	c.logger = hclog.New(&hclog.LoggerOptions{Name: "toolhost", Level: level, Output: stderr})
 
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	cmd := fs.Arg(0)
 	switch cmd {
 	case "tools":
 		return c.tools(rest)
@@ -109,6 +115,51 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return c.usageError(fmt.Sprintf("unknown command %q", cmd))
+}
+
+// subcommandValueFlags are the subcommands' flags that take a value (so the
+// word after them is not read as a global flag).
+var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true}
+
+// globalsAfter takes the global flags (--config, --log-level; one or two
+// dashes, "=VALUE" or a separate word) out of a subcommand's arguments,
+// sets them, and returns the rest. It stops at "--".
+func (c *cli) globalsAfter(args []string) ([]string, error) {
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(rest, args[i:]...), nil
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		var dst *string
+		switch name {
+		case "config":
+			dst = &c.configPath
+		case "log-level":
+			dst = &c.logLevel
+		default:
+			rest = append(rest, a)
+			if subcommandValueFlags[name] && !hasValue && i+1 < len(args) {
+				i++
+				rest = append(rest, args[i])
+			}
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("flag needs an argument: %s", a)
+			}
+			i++
+			value = args[i]
+		}
+		*dst = value
+	}
+	return rest, nil
 }
 
 func (c *cli) usageError(msg string) int {
