@@ -340,7 +340,7 @@ func (h *Host) rebuild(strict bool) error {
 				continue
 			}
 			name := catalogueName(b.prefix, t.Name)
-			if name != b.prefix+t.Name {
+			if name != b.prefix+t.Name && b.firstRewrite(t.Name) {
 				b.logger.Warn("tool name rewritten to fit ^[A-Za-z0-9_-]{1,64}$", "tool", t.Name, "name", name)
 			}
 			if prev, ok := tools[name]; ok {

@@ -75,8 +75,9 @@ type backend struct {
 	lastErr     error
 	init        *mcp.InitializeResult
 	tools       []*mcp.Tool
-	known       bool // tools is the list of a successful start
-	slowStart   bool // the last attempt failed because startup_timeout came
+	known       bool            // tools is the list of a successful start
+	rewritten   map[string]bool // tool names whose rewrite was logged since the last start
+	slowStart   bool            // the last attempt failed because startup_timeout came
 	restarts    int
 	recent      []time.Time // restart attempts within restart_window
 	next        time.Time   // the next attempt, while restarting
@@ -440,6 +441,7 @@ func (h *Host) attempt(b *backend) error {
 		return ErrClosed
 	}
 	b.tr, b.init, b.tools, b.known = tr, init, tools, true
+	b.rewritten = nil
 	b.started, b.lastUsed = now, now
 	b.healthFails, b.healthErr, b.traps = 0, nil, 0
 	b.br = h.newBreaker(b, "")
@@ -452,6 +454,22 @@ func (h *Host) attempt(b *backend) error {
 	h.catalogueChanged()
 	h.setState(b, StateReady, nil)
 	return nil
+}
+
+// firstRewrite reports whether the rewrite of tool's name is to be logged:
+// once per name per start (the catalogue is rebuilt on every change of any
+// backend).
+func (b *backend) firstRewrite(tool string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rewritten[tool] {
+		return false
+	}
+	if b.rewritten == nil {
+		b.rewritten = map[string]bool{}
+	}
+	b.rewritten[tool] = true
+	return true
 }
 
 // newBreaker makes a breaker for b (tool "") or one of its tools, which
