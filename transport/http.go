@@ -90,7 +90,7 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 		logger = hclog.NewNullLogger()
 	}
 	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged}
-	h.ops = ops{do: h.do}
+	h.ops = ops{do: h.do, progress: &progressRouter{}}
 	return h
 }
 
@@ -170,7 +170,7 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 		// short so a dead server is reported rather than retried for long.
 		MaxRetries: 2,
 	}
-	cs, err := newClient(h.logger, h.onChange).Connect(ctx, t, nil)
+	cs, err := newClient(h.logger, h.onChange, h.progress).Connect(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}

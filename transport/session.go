@@ -20,8 +20,8 @@ const ClientName = "toolhost"
 
 // newClient builds the go-sdk client used by both MCP transports. Server log
 // notifications (notifications/message) go to logger; list_changed
-// notifications to onChange, when set.
-func newClient(logger hclog.Logger, onChange func(ListKind)) *mcp.Client {
+// notifications to onChange, when set; progress notifications to progress.
+func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressRouter) *mcp.Client {
 	var tools func(context.Context, *mcp.ToolListChangedRequest)
 	var prompts func(context.Context, *mcp.PromptListChangedRequest)
 	var resources func(context.Context, *mcp.ResourceListChangedRequest)
@@ -34,6 +34,8 @@ func newClient(logger hclog.Logger, onChange func(ListKind)) *mcp.Client {
 		ToolListChangedHandler:     tools,
 		PromptListChangedHandler:   prompts,
 		ResourceListChangedHandler: resources,
+		// notifications/progress go to the call that asked (WithProgress).
+		ProgressNotificationHandler: progress.handle,
 		// No roots, sampling or elicitation: toolhost is a tool host, not an
 		// end-user client, and must not let a server drive it.
 		Capabilities: &mcp.ClientCapabilities{},
@@ -158,7 +160,8 @@ func ctxError(ctx context.Context, op string) error {
 // HTTP embed it with their own do, which picks the current session and
 // explains a failure in the transport's terms.
 type ops struct {
-	do func(ctx context.Context, op string, f func(*session) error) error
+	do       func(ctx context.Context, op string, f func(*session) error) error
+	progress *progressRouter // the calls that asked for progress (WithProgress)
 }
 
 // Ping implements Transport.
@@ -172,8 +175,14 @@ func (o ops) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
 	return tools, err
 }
 
-// CallTool implements Transport.
+// CallTool implements Transport. A ctx from WithProgress asks the server
+// for progress.
 func (o ops) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.CallToolResult, err error) {
+	if f := progressFrom(ctx); f != nil && o.progress != nil {
+		token, done := o.progress.register(f)
+		defer done()
+		p = withToken(p, token)
+	}
 	err = o.do(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
 	return res, err
 }

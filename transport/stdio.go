@@ -153,7 +153,7 @@ var _ Transport = (*Stdio)(nil)
 // Connect.
 func NewStdio(cmd Command, opts *StdioOptions) *Stdio {
 	s := &Stdio{cmd: cmd}
-	s.ops = ops{do: s.do}
+	s.ops = ops{do: s.do, progress: &progressRouter{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -304,7 +304,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		Writer:        inW,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
-	cs, err := newClient(s.logger, s.opts.OnListChanged).Connect(ctx, conn, nil)
+	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress).Connect(ctx, conn, nil)
 	if err != nil {
 		cause := s.fault(ctx, err)
 		s.Close()

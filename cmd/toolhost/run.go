@@ -341,7 +341,16 @@ func (c *cli) call(args []string) int {
 			return code
 		}
 		start := time.Now()
-		res, err := v.CallTool(ctx, name, json.RawMessage(*argJSON))
+		callCtx, bar := ctx, (*progressBar)(nil)
+		if isTerminal(c.stderr) {
+			// The server's progress, if it sends any, as a bar on stderr.
+			bar = &progressBar{w: c.stderr}
+			callCtx = host.WithProgress(ctx, bar.update)
+		}
+		res, err := v.CallTool(callCtx, name, json.RawMessage(*argJSON))
+		if bar != nil {
+			bar.clear()
+		}
 		if errors.Is(err, host.ErrToolNotAllowed) {
 			fmt.Fprintf(c.stderr, "toolhost: call denied: %v\n", err)
 			return exitDenied

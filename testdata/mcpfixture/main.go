@@ -20,6 +20,9 @@
 //	spawn       start a grandchild "sleep" in the same process group
 //	spawn-setsid start a grandchild "sleep" in a session of its own (setsid)
 //
+// -progress adds a tool progress that sends {"steps": N} notifications/progress
+// (when the call carries a progress token) before it answers.
+//
 // -http ADDR -stateless serves stateless Streamable HTTP (the 2026-07-28
 // era: no sessions, no ping); -protocol VERSION narrows the protocol
 // versions the server negotiates to one (e.g. 2025-06-18, where ping is the
@@ -95,6 +98,7 @@ var (
 	extra      = flag.Bool("extra", false, "add the tools nested, badout, badschema and delete_all")
 	faults     = flag.Bool("faults", false, "add the fault tools freeze, garbage, close_stdout, hang, add_tool, remove_tool, stats")
 	crashAfter = flag.Int("crash-after", 0, "exit with status 9 when tools/call number N+1 arrives (0: never)")
+	progress   = flag.Bool("progress", false, "add the tool progress (sends notifications/progress before it answers)")
 	stateless  = flag.Bool("stateless", false, "with -http: serve stateless Streamable HTTP (protocol 2026-07-28, no sessions)")
 	protocol   = flag.String("protocol", "", "negotiate only this protocol version (e.g. 2025-06-18); default: all the go-sdk speaks")
 
@@ -214,6 +218,21 @@ func newServer() *mcp.Server {
 	}
 	if *faults {
 		addFaults(s)
+	}
+	if *progress {
+		mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress steps times (when asked to), then answer."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+				Steps int `json:"steps"`
+			}) (*mcp.CallToolResult, any, error) {
+				token := req.Params.GetProgressToken()
+				for i := 1; i <= in.Steps && token != nil; i++ {
+					if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+						Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)}); err != nil {
+						return nil, nil, err
+					}
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("done; token %v", token)}}}, nil, nil
+			})
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
