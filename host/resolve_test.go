@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/sandbox"
@@ -25,10 +26,9 @@ func TestCallWaitsForStartingBackend(t *testing.T) {
 [servers.slow]
 command = "@FIXTURE@"
 args = ["-mode", "hang", "-once", "`+once+`"]
-startup_timeout = "500ms"
 restart_backoff = { min = "300ms", max = "300ms" }
 timeout = "1m"
-`, nil)
+`, &host.Options{StartupTimeout: 500 * time.Millisecond})
 			// New waited for the first attempt, which hung until startup_timeout.
 			st := h.Status()[0]
 			if st.State != host.StateRestarting && st.State != host.StateStarting {
