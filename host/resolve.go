@@ -116,7 +116,7 @@ func (h *Host) resolve(ctx context.Context, name string) (e entry, ok bool, err 
 			if e, ok = lookup(); ok {
 				return e, true, nil
 			}
-			return e, false, owners[0].unavailable(ctx)
+			return e, false, owners[0].unavailable(ctxErr(ctx))
 		}
 	}
 }
@@ -155,16 +155,17 @@ func (h *Host) waitAny(ctx context.Context, wakes []<-chan struct{}) bool {
 }
 
 // unavailable is the error for a call to b's tools before b has ever been
-// ready: b failed (ctx nil), or was still not ready when ctx ended.
-func (b *backend) unavailable(ctx context.Context) error {
+// ready: b is failing (deadline nil), or was still not ready when the
+// call's deadline came (deadline is the context's error, see ctxErr).
+func (b *backend) unavailable(deadline error) error {
 	b.mu.Lock()
 	state, lastErr := b.state, b.lastErr
 	b.mu.Unlock()
 	var err error
 	switch {
-	case ctx == nil && lastErr != nil:
+	case deadline == nil && lastErr != nil:
 		err = fmt.Errorf("%w: backend %q is %s (see toolhost status): %w", ErrBackendUnavailable, b.name, state, lastErr)
-	case ctx == nil:
+	case deadline == nil:
 		err = fmt.Errorf("%w: backend %q %s (see toolhost status)", ErrBackendUnavailable, b.name, state)
 	default:
 		why := ""
@@ -172,7 +173,7 @@ func (b *backend) unavailable(ctx context.Context) error {
 			why = fmt.Sprintf(" (last error: %v)", lastErr)
 		}
 		err = fmt.Errorf("%w: backend %q still %s when the call's deadline came; its tools are not known yet%s: %w",
-			ErrBackendUnavailable, b.name, state, why, ctxErr(ctx))
+			ErrBackendUnavailable, b.name, state, why, deadline)
 	}
 	return &resolveError{backend: b.name, err: err}
 }

@@ -81,3 +81,22 @@ max_restarts = 0
 		t.Errorf("a name of no backend: %v, want ErrUnknownTool", err)
 	}
 }
+
+// TestCallToStartingBackendTimesOut: a call that waits for a backend still
+// starting gives up at its deadline with ErrBackendUnavailable and
+// ErrTimeout, naming the backend's state.
+func TestCallToStartingBackendTimesOut(t *testing.T) {
+	once := filepath.Join(t.TempDir(), "started")
+	h, _ := policyHost(t, `
+[servers.slow]
+command = "@FIXTURE@"
+args = ["-mode", "hang", "-once", "`+once+`"]
+restart_backoff = { min = "1h", max = "1h" }
+`, &host.Options{StartupTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := h.CallTool(ctx, "slow__echo", nil)
+	if !errors.Is(err, host.ErrBackendUnavailable) || !errors.Is(err, host.ErrTimeout) || !strings.Contains(err.Error(), "still restarting") {
+		t.Fatalf("got %v, want ErrBackendUnavailable and ErrTimeout, still restarting", err)
+	}
+}

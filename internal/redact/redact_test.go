@@ -9,7 +9,7 @@ import (
 
 func TestURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://host/mcp?api_key=s3cret":            "https://host/mcp?api_key=REDACTED",
+		"https://host/mcp?api_key=s3cret":             "https://host/mcp?api_key=REDACTED",
 		"http://user:pw@127.0.0.1:1/mcp?a=1&b=2#frag": "http://REDACTED@127.0.0.1:1/mcp?a=REDACTED&b=REDACTED#REDACTED",
 		"http://127.0.0.1:3001/mcp":                   "http://127.0.0.1:3001/mcp",
 		"http://[bad/x?k=s3cret":                      "http://[bad/x?REDACTED",
