@@ -26,12 +26,23 @@ url = "`+startFixtureHTTP(t, "-progress")+`"
 		t.Run(backend, func(t *testing.T) {
 			var mu sync.Mutex
 			var got []string
+			var acks sync.WaitGroup
 			ctx := host.WithProgress(context.Background(), func(p host.Progress) {
 				mu.Lock()
 				defer mu.Unlock()
 				got = append(got, fmt.Sprintf("%v/%v %s", p.Progress, p.Total, p.Message))
+				// The server waits for this before its next report (and
+				// its result), so every report is seen in flight.
+				acks.Add(1)
+				go func() {
+					defer acks.Done()
+					if _, err := h.CallTool(context.Background(), backend+"__progress_ack", nil); err != nil {
+						t.Error(err)
+					}
+				}()
 			})
-			res, err := h.CallTool(ctx, backend+"__progress", map[string]any{"steps": 3})
+			res, err := h.CallTool(ctx, backend+"__progress", map[string]any{"steps": 3, "acked": true})
+			acks.Wait()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,11 +51,8 @@ url = "`+startFixtureHTTP(t, "-progress")+`"
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			// Sent before the result; the last may race it (over HTTP they
-			// come on one stream but are dispatched apart).
-			want := "1/3 step 1,2/3 step 2,3/3 step 3"
-			if s := strings.Join(got, ","); s == "" || !strings.HasPrefix(want, s) {
-				t.Errorf("progress %q, want (a prefix of) %q", s, want)
+			if want := "1/3 step 1,2/3 step 2,3/3 step 3"; strings.Join(got, ",") != want {
+				t.Errorf("progress %q, want %q", strings.Join(got, ","), want)
 			}
 			res, err = h.CallTool(context.Background(), backend+"__progress", map[string]any{"steps": 3})
 			if err != nil || text(t, res) != "done; token <nil>" {

@@ -21,7 +21,9 @@
 //	spawn-setsid start a grandchild "sleep" in a session of its own (setsid)
 //
 // -progress adds a tool progress that sends {"steps": N} notifications/progress
-// (when the call carries a progress token) before it answers.
+// (when the call carries a progress token) before it answers; with
+// "acked": true it waits for a call of progress_ack after each one, so a test
+// can see every report arrive before the result.
 //
 // -http ADDR -stateless serves stateless Streamable HTTP (the 2026-07-28
 // era: no sessions, no ping); -protocol VERSION narrows the protocol
@@ -181,6 +183,9 @@ func count(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// progressAcks carries progress_ack calls to the progress tool.
+var progressAcks = make(chan struct{}, 100)
+
 // stdoutMu keeps the fault tools' writes to stdout from splitting a message.
 var stdoutMu sync.Mutex
 
@@ -220,9 +225,10 @@ func newServer() *mcp.Server {
 		addFaults(s)
 	}
 	if *progress {
-		mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress steps times (when asked to), then answer."},
+		mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress steps times (when asked to), then answer; with acked, wait for a progress_ack call after each report."},
 			func(ctx context.Context, req *mcp.CallToolRequest, in struct {
-				Steps int `json:"steps"`
+				Steps int  `json:"steps"`
+				Acked bool `json:"acked,omitempty"`
 			}) (*mcp.CallToolResult, any, error) {
 				token := req.Params.GetProgressToken()
 				for i := 1; i <= in.Steps && token != nil; i++ {
@@ -230,8 +236,20 @@ func newServer() *mcp.Server {
 						Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)}); err != nil {
 						return nil, nil, err
 					}
+					if in.Acked {
+						select {
+						case <-progressAcks:
+						case <-ctx.Done():
+							return nil, nil, ctx.Err()
+						}
+					}
 				}
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("done; token %v", token)}}}, nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "progress_ack", Description: "Let a progress call with acked go on to its next step."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				progressAcks <- struct{}{}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acked"}}}, nil, nil
 			})
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
