@@ -116,6 +116,10 @@ type Server struct {
 	// Cwd is the child's working directory (default: toolhost's). Relative
 	// paths are resolved against Config.Dir.
 	Cwd string `toml:"cwd"`
+	// StrictStdout (stdio only) makes a stdout line that is not JSON a
+	// protocol violation that takes the server down, as the spec says.
+	// Default false: such lines (start-up banners) are skipped and logged.
+	StrictStdout bool `toml:"strict_stdout"`
 
 	// URL is the Streamable HTTP endpoint (http or https).
 	URL string `toml:"url"`

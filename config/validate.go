@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/toolhost/toolhost/internal/redact"
 )
 
 var (
@@ -124,7 +126,7 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-			l.errorf(k("url"), "%q is not an http or https URL with a host: write it like \"http://127.0.0.1:3001/mcp\"", s.URL)
+			l.errorf(k("url"), "%q is not an http or https URL with a host: write it like \"http://127.0.0.1:3001/mcp\"", redact.URL(s.URL))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Env)) {
@@ -150,6 +152,9 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 	}
 	if s.Cwd != "" {
 		s.Cwd = resolvePath(l.dir, s.Cwd)
+	}
+	if s.URL != "" && l.isSet(k("strict_stdout")) {
+		l.errorf(k("strict_stdout"), "is only used by stdio servers (command): remove it")
 	}
 	l.timeout(k("timeout"), s.Timeout)
 	l.prefix(k("prefix"), s.Prefix)

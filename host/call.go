@@ -29,12 +29,12 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	if closed {
 		return nil, ErrClosed
 	}
+	var unavailable error // why name is not in the catalogue, when its backend says
 	if !ok {
-		// Perhaps a tool of a lazy backend that has not started yet.
+		// Perhaps a tool of a lazy backend that has not started yet, or
+		// of one still starting: wait for it within the call's deadline.
 		h.ensureStarted(ctx)
-		h.mu.RLock()
-		e, ok = h.tools[name]
-		h.mu.RUnlock()
+		e, ok, unavailable = h.resolve(ctx, name)
 	}
 	h.mu.RLock()
 	vw := h.views[profile]
@@ -83,6 +83,12 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 		argErr = decode()
 	}
 
+	if !ok && unavailable != nil {
+		if rec != nil {
+			rec.Backend = unavailable.(*resolveError).backend
+		}
+		return nil, fmt.Errorf("%s: %w", name, unavailable)
+	}
 	if !ok {
 		// Suggest only names of this view: another profile's tools stay
 		// unnamed.

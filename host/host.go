@@ -272,8 +272,12 @@ func (h *Host) build() error {
 				command = filepath.Join(h.cfg.Dir, command)
 			}
 			cmd := transport.Command{Path: command, Args: s.Args, Env: s.Env, InheritEnv: inherit, Dir: s.Cwd}
+			// A response line may carry a result up to max_output, plus its
+			// envelope; a longer one is discarded as it streams.
+			maxLine, strict := b.maxOutput+transport.ResponseEnvelope, s.StrictStdout
 			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
-				return transport.NewStdio(cmd, &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange})
+				return transport.NewStdio(cmd, &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange,
+					MaxLineLength: maxLine, StrictStdout: strict})
 			}
 		} else {
 			url, headers := s.URL, s.Headers
@@ -346,7 +350,7 @@ func (h *Host) rebuild(strict bool) error {
 				continue
 			}
 			name := catalogueName(b.prefix, t.Name)
-			if name != b.prefix+t.Name {
+			if name != b.prefix+t.Name && b.firstRewrite(t.Name) {
 				b.logger.Warn("tool name rewritten to fit ^[A-Za-z0-9_-]{1,64}$", "tool", t.Name, "name", name)
 			}
 			if prev, ok := tools[name]; ok {
@@ -384,12 +388,17 @@ func (h *Host) rebuild(strict bool) error {
 
 // Tools returns the catalogue as the global [policy] allows it, sorted by
 // name. Each Tool's definition is a copy; callers may keep and modify it.
-// Lazy backends that have not started yet are started first (within ctx).
+// Lazy backends that have not started yet are started first (within ctx),
+// and eager backends still making their first attempt to start are waited
+// for, each up to its startup_timeout from this call, within ctx: a backend
+// still not ready then is left out (Status shows it starting, or restarting
+// with its error, with 0 tools).
 // The tools of a failed backend are not listed.
 func (h *Host) Tools(ctx context.Context) ([]Tool, error) { return h.viewTools(ctx, "") }
 
 func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
 	h.ensureStarted(ctx)
+	h.awaitEager(ctx)
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {

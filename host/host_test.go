@@ -121,6 +121,7 @@ max_restarts = 0
 [servers.garbage]
 command = "@FIXTURE@"
 args = ["-mode=garbage"]
+strict_stdout = true
 max_restarts = 0
 
 [servers.deadhttp]

@@ -42,6 +42,13 @@ func policyHost(t *testing.T, toml string, opts *host.Options) (*host.Host, *syn
 	}
 	opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Trace})
 	opts.TerminateGrace = 500 * time.Millisecond
+	if opts.StartupTimeout == 0 {
+		// On a busy machine under -race, compiling and warming a plugin
+		// can take longer than the default 30s: New waits for it, so the
+		// test's calls find it ready. (startup_timeout in the TOML is
+		// overridden; pass StartupTimeout to test it.)
+		opts.StartupTimeout = 10 * time.Minute
+	}
 	h, err := host.New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -315,10 +322,10 @@ path = "@PDKECHO@"
 	}
 }
 
-// startFixtureHTTP runs the fixture server over Streamable HTTP and returns
-// its URL.
-func startFixtureHTTP(t *testing.T) string {
-	cmd := exec.Command(testutil.Fixture(t), "-http", "127.0.0.1:0")
+// startFixtureHTTP runs the fixture server over Streamable HTTP, with extra
+// flags, and returns its URL.
+func startFixtureHTTP(t *testing.T, extra ...string) string {
+	cmd := exec.Command(testutil.Fixture(t), append([]string{"-http", "127.0.0.1:0"}, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -75,7 +75,9 @@ type backend struct {
 	lastErr     error
 	init        *mcp.InitializeResult
 	tools       []*mcp.Tool
-	known       bool // tools is the list of a successful start
+	known       bool            // tools is the list of a successful start
+	rewritten   map[string]bool // tool names whose rewrite was logged since the last start
+	slowStart   bool            // the last attempt failed because startup_timeout came
 	restarts    int
 	recent      []time.Time // restart attempts within restart_window
 	next        time.Time   // the next attempt, while restarting
@@ -418,6 +420,9 @@ func (h *Host) attempt(b *backend) error {
 	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
+	b.mu.Lock()
+	b.slowStart = err != nil && timedOut
+	b.mu.Unlock()
 	if err != nil {
 		tr.Close()
 		if timedOut {
@@ -436,6 +441,7 @@ func (h *Host) attempt(b *backend) error {
 		return ErrClosed
 	}
 	b.tr, b.init, b.tools, b.known = tr, init, tools, true
+	b.rewritten = nil
 	b.started, b.lastUsed = now, now
 	b.healthFails, b.healthErr, b.traps = 0, nil, 0
 	b.br = h.newBreaker(b, "")
@@ -448,6 +454,22 @@ func (h *Host) attempt(b *backend) error {
 	h.catalogueChanged()
 	h.setState(b, StateReady, nil)
 	return nil
+}
+
+// firstRewrite reports whether the rewrite of tool's name is to be logged:
+// once per name per start (the catalogue is rebuilt on every change of any
+// backend).
+func (b *backend) firstRewrite(tool string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rewritten[tool] {
+		return false
+	}
+	if b.rewritten == nil {
+		b.rewritten = map[string]bool{}
+	}
+	b.rewritten[tool] = true
+	return true
 }
 
 // newBreaker makes a breaker for b (tool "") or one of its tools, which
@@ -839,7 +861,11 @@ type BackendStatus struct {
 	// whose own breaker is not closed.
 	Circuit   string   `json:"circuit"`
 	OpenTools []string `json:"open_tools,omitempty"`
-	LastError string   `json:"last_error,omitempty"`
+	// StdoutSkipped counts the lines of a stdio server's stdout that were
+	// skipped on its current connection: lines that are not JSON (a
+	// banner; see strict_stdout) and responses over max_output.
+	StdoutSkipped int    `json:"stdout_skipped,omitempty"`
+	LastError     string `json:"last_error,omitempty"`
 	// Err is the last error itself, for errors.Is (transport.ErrStart,
 	// transport.ErrInitialize, ErrUnhealthy, ...).
 	Err error `json:"-"`
@@ -891,6 +917,9 @@ func (h *Host) Status() []BackendStatus {
 		sort.Strings(st.OpenTools)
 		if p, ok := tr.(interface{ Pid() int }); ok {
 			st.Pid = p.Pid()
+		}
+		if p, ok := tr.(interface{ SkippedLines() int }); ok {
+			st.StdoutSkipped = p.SkippedLines()
 		}
 		out = append(out, st)
 	}

@@ -1,9 +1,11 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/redact"
 )
 
 // HTTPOptions configures an HTTP transport. The zero value and nil are valid.
@@ -42,7 +46,9 @@ type HTTPOptions struct {
 // 404 for the session (it restarted, or expired the session), the spec says
 // the client MUST start a new session with a fresh initialize request; HTTP
 // does so and retries the failed operation once. A second 404 on the retry is
-// returned as ErrConnectionLost.
+// returned as ErrConnectionLost. A 400 whose body says the session ID is not
+// valid (what TypeScript-SDK servers such as server-everything answer for a
+// session they lost) is taken for that 404.
 type HTTP struct {
 	ops
 	url      string
@@ -84,7 +90,7 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 		logger = hclog.NewNullLogger()
 	}
 	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged}
-	h.ops = ops{do: h.do}
+	h.ops = ops{do: h.do, progress: &progressRouter{}}
 	return h
 }
 
@@ -106,12 +112,46 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	// Seen here, before the go-sdk fails the connection, so that every call
 	// in flight on the session can tell it was lost rather than broken.
-	if err == nil && resp.StatusCode == http.StatusNotFound {
-		if id := req.Header.Get("Mcp-Session-Id"); id != "" {
+	if id := req.Header.Get("Mcp-Session-Id"); err == nil && id != "" {
+		if resp.StatusCode == http.StatusBadRequest && staleSession400(resp) {
+			// Some servers (the TypeScript SDK's, e.g. server-everything)
+			// answer a session they do not know with 400 "No valid session
+			// ID provided" instead of the 404 the spec requires (MCP
+			// 2025-11-25, basic/transports, session management). It is
+			// the same fault: treat it as the 404, so the go-sdk reports
+			// ErrSessionMissing instead of breaking the connection.
+			resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
+		}
+		if resp.StatusCode == http.StatusNotFound {
 			t.lost.Store(id, struct{}{})
 		}
 	}
 	return resp, err
+}
+
+// maxErrorPeek bounds how much of a 400 response's body is read to tell a
+// lost session from another bad request.
+const maxErrorPeek = 4 << 10
+
+// staleSession400 reports whether a 400 response to a request that carried
+// a session ID says the session is unknown (its body, read up to
+// maxErrorPeek bytes, mentions a session ID, case-insensitively). The body
+// is left readable from its start.
+func staleSession400(resp *http.Response) bool {
+	if resp.Body == nil {
+		return false
+	}
+	peek, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorPeek))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(peek), resp.Body), resp.Body}
+	if err != nil {
+		return false
+	}
+	lower := bytes.ToLower(peek)
+	return bytes.Contains(lower, []byte("session id")) || bytes.Contains(lower, []byte("session not found")) ||
+		bytes.Contains(lower, []byte("mcp-session-id")) || bytes.Contains(lower, []byte("no valid session"))
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the base
@@ -130,7 +170,7 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 		// short so a dead server is reported rather than retried for long.
 		MaxRetries: 2,
 	}
-	cs, err := newClient(h.logger, h.onChange).Connect(ctx, t, nil)
+	cs, err := newClient(h.logger, h.onChange, h.progress).Connect(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +182,12 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 // refused, unknown host), ErrInitialize otherwise (an HTTP error status, a
 // response that is not MCP, a timeout).
 func (h *HTTP) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
+	init, err := h.connect(ctx)
+	// The URL may carry a secret (userinfo, ?api_key=): never in a message.
+	return init, redact.Error(err)
+}
+
+func (h *HTTP) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -214,7 +260,7 @@ func (h *HTTP) renew(ctx context.Context, old *session) (*session, error) {
 	if cur != old {
 		return cur, nil
 	}
-	h.logger.Info("session lost (HTTP 404); re-initializing", "url", h.url)
+	h.logger.Info("session lost (HTTP 404); re-initializing", "url", redact.URL(h.url))
 	sess, err := h.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -235,6 +281,10 @@ func (h *HTTP) renew(ctx context.Context, old *session) (*session, error) {
 }
 
 func (h *HTTP) do(ctx context.Context, op string, f func(*session) error) error {
+	return redact.Error(h.doRaw(ctx, op, f))
+}
+
+func (h *HTTP) doRaw(ctx context.Context, op string, f func(*session) error) error {
 	sess, err := h.current()
 	if err != nil {
 		return fmt.Errorf("%s: %w (%w)", op, err, ErrNotSent)

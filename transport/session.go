@@ -20,8 +20,8 @@ const ClientName = "toolhost"
 
 // newClient builds the go-sdk client used by both MCP transports. Server log
 // notifications (notifications/message) go to logger; list_changed
-// notifications to onChange, when set.
-func newClient(logger hclog.Logger, onChange func(ListKind)) *mcp.Client {
+// notifications to onChange, when set; progress notifications to progress.
+func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressRouter) *mcp.Client {
 	var tools func(context.Context, *mcp.ToolListChangedRequest)
 	var prompts func(context.Context, *mcp.PromptListChangedRequest)
 	var resources func(context.Context, *mcp.ResourceListChangedRequest)
@@ -34,6 +34,8 @@ func newClient(logger hclog.Logger, onChange func(ListKind)) *mcp.Client {
 		ToolListChangedHandler:     tools,
 		PromptListChangedHandler:   prompts,
 		ResourceListChangedHandler: resources,
+		// notifications/progress go to the call that asked (WithProgress).
+		ProgressNotificationHandler: progress.handle,
 		// No roots, sampling or elicitation: toolhost is a tool host, not an
 		// end-user client, and must not let a server drive it.
 		Capabilities: &mcp.ClientCapabilities{},
@@ -119,6 +121,27 @@ func (s *session) getPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.G
 	return s.cs.GetPrompt(ctx, p)
 }
 
+// ProtocolNoPing is the first MCP protocol version without "ping" (removed
+// in 2026-07-28 with sessions, SEP-2575: a go-sdk v1.8 server over HTTP
+// answers a ping with "missing or invalid _meta field
+// io.modelcontextprotocol/protocolVersion").
+const ProtocolNoPing = "2026-07-28"
+
+// ping is the liveness probe for the negotiated protocol version: an MCP
+// ping where it exists (up to 2025-11-25), and from ProtocolNoPing on,
+// where nothing replaces it on a live connection, the first page of
+// tools/list (every server toolhost hosts answers it; a server without the
+// tools capability still gets a ping). A server that sets ttlMs on its
+// list results (SEP-2549) may have that page answered from the go-sdk's
+// cache, so such a server is contacted at most once per ttlMs.
+func (s *session) ping(ctx context.Context) error {
+	if s.init == nil || s.init.ProtocolVersion < ProtocolNoPing || s.caps().Tools == nil {
+		return s.cs.Ping(ctx, nil)
+	}
+	_, err := s.cs.ListTools(ctx, nil)
+	return err
+}
+
 // ctxError maps a done context to the package's errors: a passed deadline
 // wraps both ErrTimeout and context.DeadlineExceeded; a cancellation wraps
 // context.Canceled. It returns nil while ctx is live.
@@ -137,12 +160,13 @@ func ctxError(ctx context.Context, op string) error {
 // HTTP embed it with their own do, which picks the current session and
 // explains a failure in the transport's terms.
 type ops struct {
-	do func(ctx context.Context, op string, f func(*session) error) error
+	do       func(ctx context.Context, op string, f func(*session) error) error
+	progress *progressRouter // the calls that asked for progress (WithProgress)
 }
 
 // Ping implements Transport.
 func (o ops) Ping(ctx context.Context) error {
-	return o.do(ctx, "ping", func(se *session) error { return se.cs.Ping(ctx, nil) })
+	return o.do(ctx, "ping", func(se *session) error { return se.ping(ctx) })
 }
 
 // ListTools implements Transport.
@@ -151,8 +175,14 @@ func (o ops) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
 	return tools, err
 }
 
-// CallTool implements Transport.
+// CallTool implements Transport. A ctx from WithProgress asks the server
+// for progress.
 func (o ops) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.CallToolResult, err error) {
+	if f := progressFrom(ctx); f != nil && o.progress != nil {
+		token, done := o.progress.register(f)
+		defer done()
+		p = withToken(p, token)
+	}
 	err = o.do(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
 	return res, err
 }

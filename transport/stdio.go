@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,10 +51,22 @@ type StdioOptions struct {
 	// whole process group). Default 2s.
 	TerminateGrace time.Duration
 
-	// MaxLineLength bounds one JSON-RPC message read from the child's stdout,
-	// in bytes. A longer line is a protocol violation. Default 16 MiB (the
-	// go-sdk's mcp.DefaultMaxLineLength).
+	// MaxLineLength bounds one JSON-RPC message read from the child's
+	// stdout, in bytes; the host sets it from the server's max_output (plus
+	// ResponseEnvelope). A longer line is read to its end and discarded as
+	// it streams, never buffered whole: when it is a response, the request
+	// it answers fails with ErrOutputTooLarge and the connection stays up;
+	// anything else is logged and dropped. Default 16 MiB (the go-sdk's
+	// mcp.DefaultMaxLineLength).
 	MaxLineLength int
+
+	// StrictStdout makes any stdout line that is not JSON a protocol
+	// violation, as the spec says (the server MUST NOT write anything else
+	// there): the connection is closed and calls fail with ErrProtocol.
+	// Default false: such a line (a start-up banner, say) is skipped and
+	// logged at Warn, quoted (the first 10, then one in every 1000), and
+	// counted (see SkippedLines), as popular MCP clients do.
+	StrictStdout bool
 
 	// OnListChanged, when set, is called (on the connection's reader
 	// goroutine: it must not block) for each list_changed notification
@@ -84,7 +99,9 @@ const (
 // Close shuts the child down as the spec's stdio shutdown section describes,
 // but for the whole process group: close stdin and wait, SIGTERM and wait,
 // SIGKILL; so launchers such as npx leave no orphaned children. The child is
-// always reaped.
+// always reaped. On Linux the child is also the first process of a PID
+// namespace of its own and dies with toolhost (see Containment), so no
+// descendant outlives Close, or toolhost killed by SIGKILL.
 type Stdio struct {
 	ops
 	cmd    Command
@@ -112,6 +129,22 @@ type Stdio struct {
 	tailMu   sync.Mutex
 	tail     []string // last lines of stderr, for error messages
 	protoErr error    // the first protocol violation seen on stdout
+	skipped  int      // stdout lines skipped (not JSON, or over MaxLineLength)
+}
+
+// ResponseEnvelope is what a JSON-RPC response line may add to the JSON
+// encoding of its result (the jsonrpc and id members, the newline), in
+// bytes: the host allows it on top of max_output when it sets
+// StdioOptions.MaxLineLength.
+const ResponseEnvelope = 64 << 10
+
+// SkippedLines returns how many lines of the child's stdout were skipped:
+// lines that are not JSON (unless StrictStdout) and lines over
+// MaxLineLength.
+func (s *Stdio) SkippedLines() int {
+	s.tailMu.Lock()
+	defer s.tailMu.Unlock()
+	return s.skipped
 }
 
 var _ Transport = (*Stdio)(nil)
@@ -120,7 +153,7 @@ var _ Transport = (*Stdio)(nil)
 // Connect.
 func NewStdio(cmd Command, opts *StdioOptions) *Stdio {
 	s := &Stdio{cmd: cmd}
-	s.ops = ops{do: s.do}
+	s.ops = ops{do: s.do, progress: &progressRouter{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -217,17 +250,39 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	}
 	outR, outW, _ := os.Pipe()
 	errR, errW, _ := os.Pipe()
-	cmd := exec.Command(path, s.cmd.Args...)
-	cmd.Env = s.environ()
-	cmd.Dir = s.cmd.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	startErr := cmd.Start()
+	env := s.environ()
+	newCmd := func() *exec.Cmd {
+		cmd := exec.Command(path, s.cmd.Args...)
+		cmd.Env = env
+		cmd.Dir = s.cmd.Dir
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+		return cmd
+	}
+	// The child is started, and waited for, on one goroutine locked to its
+	// thread (see startContained).
+	exited := make(chan struct{})
+	started := make(chan *exec.Cmd, 1)
+	var startErr error
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		cmd, err := startContained(newCmd)
+		if err != nil {
+			startErr = err
+			close(started)
+			return
+		}
+		started <- cmd
+		s.exitErr = cmd.Wait()
+		close(exited)
+	}()
+	cmd, ok := <-started
 	// The child holds its own copies of these ends now.
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	if startErr != nil {
+	if !ok {
 		inW.Close()
 		outR.Close()
 		errR.Close()
@@ -236,25 +291,20 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	}
 	s.proc, s.pgid = cmd, cmd.Process.Pid
 	s.stdin, s.stdout, s.stderr = inW, outR, errR
-	s.exited = make(chan struct{})
+	s.exited = exited
 	s.stderrEOF = make(chan struct{})
 	s.done = make(chan struct{})
-	s.bg.Add(2)
+	s.bg.Add(1)
 	go s.readStderr()
-	go func() {
-		defer s.bg.Done()
-		s.exitErr = cmd.Wait()
-		close(s.exited)
-	}()
 	s.mu.Unlock()
 	s.logger.Debug("started", "pid", cmd.Process.Pid, "command", s.cmd.Path)
 
 	conn := &mcp.IOTransport{
-		Reader:        &lineFilter{s: s, r: bufio.NewReaderSize(outR, 64*1024), max: s.opts.MaxLineLength},
+		Reader:        &lineFilter{s: s, r: bufio.NewReaderSize(outR, 64*1024), max: s.opts.MaxLineLength, strict: s.opts.StrictStdout},
 		Writer:        inW,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
-	cs, err := newClient(s.logger, s.opts.OnListChanged).Connect(ctx, conn, nil)
+	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress).Connect(ctx, conn, nil)
 	if err != nil {
 		cause := s.fault(ctx, err)
 		s.Close()
@@ -406,11 +456,13 @@ func (s *Stdio) readStderr() {
 // line at a time, checking each line is a JSON value first, so a violation
 // is reported with the offending text instead of a decoder error.
 type lineFilter struct {
-	s   *Stdio
-	r   *bufio.Reader
-	max int
-	buf []byte // the rest of the current line, with its newline
-	n   int    // lines read
+	s      *Stdio
+	r      *bufio.Reader
+	max    int
+	strict bool      // StrictStdout
+	buf    []byte    // the rest of the current line, with its newline
+	n      int       // lines read
+	over   *overlong // the line just discarded for its size
 }
 
 func (f *lineFilter) Read(p []byte) (int, error) {
@@ -428,12 +480,36 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		f.n++
+		if f.over != nil {
+			// An overlong line, already discarded: answer its request.
+			o := f.over
+			f.over = nil
+			f.skip()
+			if o.id == nil {
+				f.s.logger.Warn("stdout line over the size limit dropped (not a response)", "line", f.n, "bytes", o.size, "limit", f.max)
+				continue
+			}
+			f.s.logger.Warn("response over the size limit dropped; its request fails", "line", f.n, "bytes", o.size, "limit", f.max)
+			msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": o.id, "error": map[string]any{
+				"code":    codeOutputTooLarge,
+				"message": fmt.Sprintf("%s%d bytes, over the limit of %d bytes (max_output)", tooLargePrefix, o.size, f.max),
+			}})
+			f.buf = append(msg, '\n')
+			continue
+		}
 		trimmed := bytes.TrimSpace(line)
 		if len(trimmed) == 0 {
 			continue
 		}
 		if !json.Valid(trimmed) {
-			return 0, f.violation(fmt.Sprintf("stdout line %d is not a JSON-RPC message: %q", f.n, clip(trimmed, 120)))
+			msg := fmt.Sprintf("stdout line %d is not a JSON-RPC message: %q", f.n, clip(trimmed, 120))
+			if f.strict {
+				return 0, f.violation(msg + " (strict_stdout)")
+			}
+			if n := f.skip(); n <= 10 || n%1000 == 0 {
+				f.s.logger.Warn("skipped a stdout line that is not JSON-RPC", "line", f.n, "text", fmt.Sprintf("%q", clip(trimmed, 200)), "skipped", n)
+			}
+			continue
 		}
 		f.buf = append(trimmed, '\n')
 	}
@@ -442,25 +518,108 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readLine returns the next line of stdout. A line longer than f.max is
+// read to its end without being kept (only its first and last few KiB, to
+// find its JSON-RPC id): readLine then returns an empty line and sets
+// f.over.
 func (f *lineFilter) readLine() ([]byte, error) {
 	var line []byte
+	var o *overlong
 	for {
 		chunk, err := f.r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > f.max {
-			return nil, f.violation(fmt.Sprintf("stdout line %d is longer than %d bytes", f.n+1, f.max))
+		if o == nil && len(line)+len(chunk) > f.max {
+			o = &overlong{head: append([]byte(nil), line...), size: len(line)}
+			line = nil
+		}
+		if o != nil {
+			o.add(chunk)
+		} else {
+			line = append(line, chunk...)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if err != nil {
-			if len(line) > 0 && err == io.EOF {
-				return line, nil
-			}
+		if err != nil && !(err == io.EOF && (len(line) > 0 || o != nil)) {
 			return nil, err
+		}
+		if o != nil {
+			o.id = o.findID()
+			f.over = o
+			return nil, nil
 		}
 		return line, nil
 	}
+}
+
+// Overlong responses: the go-sdk gets a JSON-RPC error in their place,
+// which do turns into ErrOutputTooLarge.
+const (
+	codeOutputTooLarge = -32099
+	tooLargePrefix     = "toolhost: response of "
+	peekSize           = 4 << 10
+)
+
+// overlong is what is kept of a line over the limit: its size, and its
+// first and last peekSize bytes.
+type overlong struct {
+	head, tail []byte
+	size       int
+	id         any // its JSON-RPC id (a number or a string), or nil
+}
+
+func (o *overlong) add(chunk []byte) {
+	o.size += len(chunk)
+	if room := peekSize - len(o.head); room > 0 {
+		o.head = append(o.head, chunk[:min(room, len(chunk))]...)
+	}
+	o.tail = append(o.tail, chunk...)
+	if len(o.tail) > 2*peekSize {
+		o.tail = append(o.tail[:0], o.tail[len(o.tail)-peekSize:]...)
+	}
+}
+
+// idAtEnd matches a top-level "id" member that ends the object (servers
+// that write the id last, as the TypeScript SDK does).
+var idAtEnd = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*}\s*$`)
+
+// findID finds the line's top-level "id": among the members before
+// "result" or "error" in its head, else as the last member in its tail.
+func (o *overlong) findID() any {
+	dec := json.NewDecoder(bytes.NewReader(o.head))
+	dec.UseNumber()
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		for {
+			k, err := dec.Token()
+			key, ok := k.(string)
+			if err != nil || !ok || key == "result" || key == "error" || key == "params" {
+				break
+			}
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				break
+			}
+			if key == "id" {
+				return v
+			}
+		}
+	}
+	if m := idAtEnd.FindSubmatch(bytes.TrimSpace(o.tail)); m != nil {
+		var v any
+		d := json.NewDecoder(bytes.NewReader(m[1]))
+		d.UseNumber()
+		if d.Decode(&v) == nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// skip counts a skipped line and returns the count.
+func (f *lineFilter) skip() int {
+	f.s.tailMu.Lock()
+	defer f.s.tailMu.Unlock()
+	f.s.skipped++
+	return f.s.skipped
 }
 
 func (f *lineFilter) violation(msg string) error {
@@ -501,6 +660,10 @@ func (s *Stdio) do(ctx context.Context, op string, f func(*session) error) error
 		return fmt.Errorf("%s: %w (%w)", op, err, ErrNotSent)
 	}
 	if err := f(sess); err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == codeOutputTooLarge && strings.HasPrefix(werr.Message, tooLargePrefix) {
+			return fmt.Errorf("%s: %w: %s; raise max_output or ask for less", op, ErrOutputTooLarge, strings.TrimPrefix(werr.Message, "toolhost: "))
+		}
 		return fmt.Errorf("%s: %w", op, s.fault(ctx, err))
 	}
 	return nil

@@ -76,7 +76,9 @@ type Transport interface {
 
 	// Ping checks that the backend answers (MCP 2025-11-25,
 	// basic/utilities/ping; for a plugin: that it is loaded and can run a
-	// call). The host's health checks use it.
+	// call). On an MCP session of protocol ProtocolNoPing or later, where
+	// ping no longer exists, it lists the first page of tools instead. The
+	// host's health checks use it.
 	Ping(ctx context.Context) error
 
 	// Close ends the connection and releases everything the Transport holds.

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -214,12 +215,36 @@ func TestStdioFaults(t *testing.T) {
 		}
 	})
 	t.Run("Garbage", func(t *testing.T) {
-		tr := fixtureStdio(t, "-mode=garbage")
+		tr := transport.NewStdio(transport.Command{Path: testutil.Fixture(t), Args: []string{"-mode=garbage"}},
+			&transport.StdioOptions{TerminateGrace: 500 * time.Millisecond, StrictStdout: true})
 		defer tr.Close()
 		_, err := tr.Connect(ctx)
 		if !errors.Is(err, transport.ErrInitialize) || !errors.Is(err, transport.ErrProtocol) ||
 			!strings.Contains(err.Error(), "Server ready!") {
 			t.Fatalf("got %v, want ErrInitialize+ErrProtocol quoting the line", err)
+		}
+	})
+	t.Run("Banner", func(t *testing.T) {
+		// Without StrictStdout a banner line is skipped, logged and counted.
+		var logs strings.Builder
+		var mu sync.Mutex
+		tr := transport.NewStdio(transport.Command{Path: testutil.Fixture(t), Args: []string{"-mode=garbage"}},
+			&transport.StdioOptions{TerminateGrace: 500 * time.Millisecond,
+				Logger: hclog.New(&hclog.LoggerOptions{Output: lockedWriter{&mu, &logs}, Level: hclog.Warn})})
+		defer tr.Close()
+		if _, err := tr.Connect(ctx); err != nil {
+			t.Fatalf("server with a banner: %v", err)
+		}
+		if _, err := tr.ListTools(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := tr.SkippedLines(); n != 1 {
+			t.Errorf("SkippedLines = %d, want 1", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !strings.Contains(logs.String(), `Server ready! (this banner is not JSON-RPC)`) {
+			t.Errorf("the skipped line is not logged: %q", logs.String())
 		}
 	})
 	t.Run("NeverAnswers", func(t *testing.T) {
@@ -315,4 +340,15 @@ func TestStdioCloseLeavesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

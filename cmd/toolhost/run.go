@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/redact"
 )
 
 // Exit codes.
@@ -62,7 +63,7 @@ Commands:
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
                                  127.0.0.1:8808); [serve.clients.NAME] tokens select profiles
 
-Global flags:
+Global flags (before or after the command):
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
   --log-level LEVEL trace, debug, info, warn (default), error or off; logs go to stderr
 
@@ -99,13 +100,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	// Global flags are accepted after the command too, as users type them
+	// (toolhost check --config x.toml).
+	rest, err := c.globalsAfter(fs.Args()[1:])
+	if err != nil {
+		return c.usageError(err.Error())
+	}
 	level := hclog.LevelFromString(c.logLevel)
 	if level == hclog.NoLevel {
 		return c.usageError(fmt.Sprintf("unknown --log-level %q", c.logLevel))
 	}
 	c.logger = hclog.New(&hclog.LoggerOptions{Name: "toolhost", Level: level, Output: stderr})
 
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	cmd := fs.Arg(0)
 	switch cmd {
 	case "tools":
 		return c.tools(rest)
@@ -132,6 +139,51 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return c.usageError(fmt.Sprintf("unknown command %q", cmd))
+}
+
+// subcommandValueFlags are the subcommands' flags that take a value (so the
+// word after them is not read as a global flag).
+var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true}
+
+// globalsAfter takes the global flags (--config, --log-level; one or two
+// dashes, "=VALUE" or a separate word) out of a subcommand's arguments,
+// sets them, and returns the rest. It stops at "--".
+func (c *cli) globalsAfter(args []string) ([]string, error) {
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(rest, args[i:]...), nil
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		var dst *string
+		switch name {
+		case "config":
+			dst = &c.configPath
+		case "log-level":
+			dst = &c.logLevel
+		default:
+			rest = append(rest, a)
+			if subcommandValueFlags[name] && !hasValue && i+1 < len(args) {
+				i++
+				rest = append(rest, args[i])
+			}
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("flag needs an argument: %s", a)
+			}
+			i++
+			value = args[i]
+		}
+		*dst = value
+	}
+	return rest, nil
 }
 
 func (c *cli) usageError(msg string) int {
@@ -245,6 +297,13 @@ func (c *cli) tools(args []string) int {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			return exitCallError
 		}
+		for _, st := range h.Status() {
+			// Tools waited for backends still starting; name those it
+			// gave up on, so an empty list is not taken for "no tools".
+			if st.Tools == 0 && (st.State == host.StateStarting || st.State == host.StateRestarting) {
+				fmt.Fprintf(c.stderr, "toolhost: backend %s is still %s; its tools are not listed\n", st.Name, st.State)
+			}
+		}
 		if *asJSON {
 			type jsonTool struct {
 				Name         string               `json:"name"`
@@ -312,7 +371,16 @@ func (c *cli) call(args []string) int {
 			return code
 		}
 		start := time.Now()
-		res, err := v.CallTool(ctx, name, json.RawMessage(*argJSON))
+		callCtx, bar := ctx, (*progressBar)(nil)
+		if isTerminal(c.stderr) {
+			// The server's progress, if it sends any, as a bar on stderr.
+			bar = &progressBar{w: c.stderr}
+			callCtx = host.WithProgress(ctx, bar.update)
+		}
+		res, err := v.CallTool(callCtx, name, json.RawMessage(*argJSON))
+		if bar != nil {
+			bar.clear()
+		}
 		if errors.Is(err, host.ErrToolNotAllowed) {
 			fmt.Fprintf(c.stderr, "toolhost: call denied: %v\n", err)
 			return exitDenied
@@ -486,7 +554,7 @@ func (c *cli) check(args []string) int {
 			if s.IsStdio() {
 				fmt.Fprintf(tw, "%s\tstdio\t%s\t%s\t%s\n", n, prefix, timeout, strings.Join(append([]string{s.Command}, s.Args...), " "))
 			} else {
-				fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\n", n, prefix, timeout, s.URL)
+				fmt.Fprintf(tw, "%s\thttp\t%s\t%s\t%s\n", n, prefix, timeout, redact.URL(s.URL))
 			}
 			continue
 		}

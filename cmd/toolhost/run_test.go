@@ -69,7 +69,7 @@ func TestCLI(t *testing.T) {
 		{"call json", []string{"--config", cfg, "call", "fixture__add", "--json", "--args", `{"a":1,"b":2}`}, 0, []string{`"structuredContent"`}, nil, false},
 		{"tool error", []string{"--config", cfg, "call", "fixture__fail"}, 1, []string{"failed as asked"}, []string{"returned an error result"}, false},
 		{"unknown tool", []string{"--config", cfg, "call", "fixture__nope"}, 3, nil, []string{`unknown tool "fixture__nope"`}, true},
-		{"unavailable", []string{"--config", cfg, "call", "broken__x"}, 3, nil, []string{"unknown tool"}, true},
+		{"unavailable", []string{"--config", cfg, "call", "broken__x"}, 3, nil, []string{`backend unavailable: backend "broken" is failed`, "not found in PATH"}, true},
 		{"bad args", []string{"--config", cfg, "call", "fixture__echo", "--args", `{nope`}, 2, nil, []string{"--args is not valid JSON"}, true},
 		{"status", []string{"--config", cfg, "status"}, 0, []string{"fixture", "ready", "broken", "failed", "not found in PATH"}, nil, false},
 		{"check", []string{"--config", cfg, "check"}, 0, []string{"is valid", "fixture", "stdio", "fixture__", "profiles: needs, review",

@@ -18,6 +18,17 @@
 //	hang        read stdin but never answer
 //	ignore-term ignore SIGTERM (Close must escalate to SIGKILL)
 //	spawn       start a grandchild "sleep" in the same process group
+//	spawn-setsid start a grandchild "sleep" in a session of its own (setsid)
+//
+// -progress adds a tool progress that sends {"steps": N} notifications/progress
+// (when the call carries a progress token) before it answers; with
+// "acked": true it waits for a call of progress_ack after each one, so a test
+// can see every report arrive before the result.
+//
+// -http ADDR -stateless serves stateless Streamable HTTP (the 2026-07-28
+// era: no sessions, no ping); -protocol VERSION narrows the protocol
+// versions the server negotiates to one (e.g. 2025-06-18, where ping is the
+// health check).
 //
 // With -once FILE the -mode fault applies only to the first process started
 // with that FILE (it creates it), so a restarted server comes up healthy.
@@ -89,6 +100,9 @@ var (
 	extra      = flag.Bool("extra", false, "add the tools nested, badout, badschema and delete_all")
 	faults     = flag.Bool("faults", false, "add the fault tools freeze, garbage, close_stdout, hang, add_tool, remove_tool, stats")
 	crashAfter = flag.Int("crash-after", 0, "exit with status 9 when tools/call number N+1 arrives (0: never)")
+	progress   = flag.Bool("progress", false, "add the tool progress (sends notifications/progress before it answers)")
+	stateless  = flag.Bool("stateless", false, "with -http: serve stateless Streamable HTTP (protocol 2026-07-28, no sessions)")
+	protocol   = flag.String("protocol", "", "negotiate only this protocol version (e.g. 2025-06-18); default: all the go-sdk speaks")
 
 	calls, cancelled atomic.Int64
 )
@@ -169,6 +183,9 @@ func count(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// progressAcks carries progress_ack calls to the progress tool.
+var progressAcks = make(chan struct{}, 100)
+
 // stdoutMu keeps the fault tools' writes to stdout from splitting a message.
 var stdoutMu sync.Mutex
 
@@ -195,13 +212,45 @@ func addExtra(s *mcp.Server) {
 }
 
 func newServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, nil)
+	var opts *mcp.ServerOptions
+	if *protocol != "" {
+		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{*protocol}}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, opts)
 	s.AddReceivingMiddleware(count)
 	if *extra {
 		addExtra(s)
 	}
 	if *faults {
 		addFaults(s)
+	}
+	if *progress {
+		mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress steps times (when asked to), then answer; with acked, wait for a progress_ack call after each report."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+				Steps int  `json:"steps"`
+				Acked bool `json:"acked,omitempty"`
+			}) (*mcp.CallToolResult, any, error) {
+				token := req.Params.GetProgressToken()
+				for i := 1; i <= in.Steps && token != nil; i++ {
+					if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+						Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)}); err != nil {
+						return nil, nil, err
+					}
+					if in.Acked {
+						select {
+						case <-progressAcks:
+						case <-ctx.Done():
+							return nil, nil, ctx.Err()
+						}
+					}
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("done; token %v", token)}}}, nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "progress_ack", Description: "Let a progress call with acked go on to its next step."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				progressAcks <- struct{}{}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acked"}}}, nil, nil
+			})
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
@@ -274,7 +323,7 @@ func main() {
 		// Tell the test where we listen.
 		fmt.Println(ln.Addr().String())
 		srv := newServer()
-		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: *stateless})
 		log.Fatal(http.Serve(ln, h))
 	}
 
@@ -300,6 +349,15 @@ func main() {
 			log.Fatal(err)
 		}
 		log.Printf("grandchild pid %d", c.Process.Pid)
+	case "spawn-setsid":
+		// A grandchild that leaves the process group (and session), as a
+		// daemonizing helper does: killing the group does not reach it.
+		c := exec.Command("sleep", "300")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("grandchild pid %d (setsid)", c.Process.Pid)
 	}
 	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{lockedWriter{os.Stdout}}}
 	if err := newServer().Run(context.Background(), t); err != nil {
