@@ -161,7 +161,7 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 		case b.state == StateFailed:
 			err := b.lastErr
 			b.mu.Unlock()
-			return nil, 0, fmt.Errorf("%w: backend %q failed (see toolhost status): %w", ErrBackendUnavailable, b.name, err)
+			return nil, 0, fmt.Errorf("%w: backend %q has failed; its tools are unavailable until it is restarted: %w", ErrBackendUnavailable, b.name, err)
 		case b.state == StateClosed:
 			b.mu.Unlock()
 			return nil, 0, ErrClosed
@@ -765,7 +765,7 @@ func (h *Host) Restart(ctx context.Context, name string) error {
 func (h *Host) ask(ctx context.Context, name string, req func(*backend) chan chan error, wrap func(error) error) error {
 	b, ok := h.byName[name]
 	if !ok {
-		return fmt.Errorf("%w: %q (see toolhost status)", ErrUnknownBackend, name)
+		return fmt.Errorf("%w: %q: backends are the [servers.NAME] and [plugins.NAME] tables of the configuration", ErrUnknownBackend, name)
 	}
 	reply := make(chan error, 1)
 	select {
