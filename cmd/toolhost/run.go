@@ -171,9 +171,13 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 			c.logger.Warn("close", "error", err)
 		}
 	}()
-	for _, st := range h.Status() {
-		if st.State == host.StateFailed || st.State == host.StateRestarting {
-			fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, st.LastError)
+	// The host logs each start failure at Error level; say it here only
+	// when --log-level hides that, so that it is printed once.
+	if !c.logger.IsError() {
+		for _, st := range h.Status() {
+			if st.State == host.StateFailed || st.State == host.StateRestarting {
+				fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, st.LastError)
+			}
 		}
 	}
 	return f(ctx, h)
@@ -215,6 +219,10 @@ func (c *cli) tools(args []string) int {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			return exitCallError
 		}
+		if st := h.Status(); len(st) > 0 && !anyReady(st) {
+			fmt.Fprintf(c.stderr, "toolhost: no tools: none of the %d backends is ready (their errors are logged above); run 'toolhost status' for their state\n", len(st))
+			return exitCallError
+		}
 		if *asJSON {
 			type jsonTool struct {
 				Name         string               `json:"name"`
@@ -240,6 +248,16 @@ func (c *cli) tools(args []string) int {
 		tw.Flush()
 		return exitOK
 	})
+}
+
+// anyReady reports whether a backend of st is ready.
+func anyReady(st []host.BackendStatus) bool {
+	for _, s := range st {
+		if s.State == host.StateReady {
+			return true
+		}
+	}
+	return false
 }
 
 func firstLine(s string, n int) string {

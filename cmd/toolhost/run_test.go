@@ -63,7 +63,7 @@ func TestCLI(t *testing.T) {
 		stderr   []string
 		noStdout bool
 	}{
-		{"tools", []string{"--config", cfg, "tools"}, 0, []string{"NAME", "fixture__echo", "Echo the text back."}, []string{"backend broken failed to start"}, false},
+		{"tools", []string{"--config", cfg, "tools"}, 0, []string{"NAME", "fixture__echo", "Echo the text back."}, []string{"broken: backend failed to start"}, false},
 		{"call", []string{"--config", cfg, "call", "fixture__echo", "--args", `{"text":"hi there"}`}, 0, []string{"hi there"}, nil, false},
 		{"call flags first", []string{"--config", cfg, "call", "--args", `{"a":1,"b":2}`, "fixture__add"}, 0, []string{`{"sum":3}`}, nil, false},
 		{"call json", []string{"--config", cfg, "call", "fixture__add", "--json", "--args", `{"a":1,"b":2}`}, 0, []string{`"structuredContent"`}, nil, false},
@@ -216,5 +216,69 @@ func TestStatusChecksHealth(t *testing.T) {
 		if s.Health != want {
 			t.Errorf("%s: health %q, want %q", s.Name, s.Health, want)
 		}
+	}
+}
+
+// TestCLIToolsAllFailed: tools exits 3 when no backend is ready, instead of
+// printing an empty table with status 0.
+func TestCLIToolsAllFailed(t *testing.T) {
+	cfg := writeConfig(t, `
+[servers.a]
+command = "toolhost-no-such-program"
+max_restarts = 0
+
+[plugins.b]
+path = "missing.wasm"
+`)
+	code, stdout, stderr := runCLI("--config", cfg, "tools")
+	if code != 3 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q; want 3 and nothing on stdout", code, stdout)
+	}
+	want := "toolhost: no tools: none of the 2 backends is ready (their errors are logged above); run 'toolhost status' for their state\n"
+	if !strings.HasSuffix(stderr, want) {
+		t.Errorf("stderr does not end with %q:\n%s", want, stderr)
+	}
+	// No backend at all is an empty catalogue, not a failure.
+	cfg = writeConfig(t, "[host]\ncall_timeout = \"5s\"\n")
+	if code, stdout, stderr := runCLI("--config", cfg, "tools"); code != 0 || stdout != "NAME  BACKEND  DESCRIPTION\n" {
+		t.Errorf("no backends: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+}
+
+// TestCLILogsOnce: a dropped tool is logged once per process, not once per
+// catalogue rebuild, and a start failure is printed once, not also as a
+// warning of the CLI's own.
+func TestCLILogsOnce(t *testing.T) {
+	cfg := writeConfig(t, `
+[servers.fx]
+command = "@FIXTURE@"
+args = ["-extra"]
+
+[servers.lazy1]
+command = "@FIXTURE@"
+start = "lazy"
+
+[servers.lazy2]
+command = "@FIXTURE@"
+start = "lazy"
+
+[servers.broken]
+command = "toolhost-no-such-program"
+max_restarts = 0
+`)
+	code, _, stderr := runCLI("--config", cfg, "tools")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n := strings.Count(stderr, "tool dropped: its schema does not compile"); n != 1 {
+		t.Errorf("the dropped tool is logged %d times, want once:\n%s", n, stderr)
+	}
+	if n := strings.Count(stderr, "toolhost-no-such-program"); n != 1 {
+		t.Errorf("the start failure is printed %d times, want once:\n%s", n, stderr)
+	}
+	// With the host's logs off, the CLI says it itself, once.
+	_, _, stderr = runCLI("--config", cfg, "--log-level", "off", "tools")
+	if n := strings.Count(stderr, "toolhost-no-such-program"); n != 1 || !strings.Contains(stderr, "toolhost: warning: backend broken failed to start (failed)") {
+		t.Errorf("--log-level off: the start failure is printed %d times, want once as a warning:\n%s", n, stderr)
 	}
 }
