@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,8 +43,8 @@ const usage = `Usage: toolhost [--config PATH] [--log-level LEVEL] COMMAND [flag
 Commands:
   tools [--profile NAME] [--json]
                                  list the catalogue of tools (as the policy, or a profile, allows)
-  call NAME [--args JSON] [--profile NAME] [--json]
-                                 call a tool and print its result
+  call NAME [--args JSON|@FILE|-] [--profile NAME] [--json]
+                                 call a tool and print its result ('toolhost call --help')
   status [--json] [--watch D]    start every backend and show its state (every D until interrupted)
   check [--profile NAME]         validate the configuration and show what would load;
                                  with --profile, start the backends and show the profile's
@@ -54,9 +55,10 @@ Global flags:
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
   --log-level LEVEL trace, debug, info, warn (default), error or off; logs go to stderr
 
-Exit status: 0 ok, 1 tool returned an error result (also: invalid arguments), 2 usage or
-configuration error (also: unknown profile), 3 call failed (unknown tool, backend unavailable,
-timeout), 4 call denied by the policy or the profile.
+Exit status: 0 ok, 1 tool returned an error result (also: arguments that do not match its
+inputSchema), 2 usage or configuration error (also: --args not a JSON object, unknown profile),
+3 call failed (unknown tool, backend unavailable, timeout; for tools: no backend is ready),
+4 call denied by the policy or the profile.
 `
 
 type cli struct {
@@ -281,18 +283,90 @@ func (c *cli) printJSON(v any) int {
 	return exitOK
 }
 
+// stdin is what --args - reads; a variable so that tests can replace it.
+var stdin io.Reader = os.Stdin
+
+// maxArgsBytes bounds the arguments read by --args @FILE and --args -.
+const maxArgsBytes = 64 << 20
+
+const callUsage = `Usage: toolhost call NAME [--args JSON | --args @FILE | --args -] [--profile NAME] [--json]
+
+Call the tool NAME (a name from 'toolhost tools') and print its result: its text content, or its
+structured content as indented JSON when it has no text.
+
+  --args JSON     the arguments: a JSON object (default {})
+  --args @FILE    read the arguments from FILE (for inputs too large for the command line)
+  --args -        read the arguments from stdin
+  --profile NAME  call through the profile [profiles.NAME] (default: the [policy] alone)
+  --json          print the whole MCP result as JSON
+
+Exit status: 0 ok; 1 the tool returned an error result (also: arguments that do not match the
+tool's inputSchema); 2 usage or configuration error (also: --args not a JSON object, unknown
+profile); 3 the call could not be made (unknown tool, backend unavailable, timeout); 4 the policy
+or the profile denied the call.
+`
+
+// helpOr handles a subcommand's flag error: for -h or --help it prints
+// text to stdout and returns exitOK; otherwise a usage error.
+func (c *cli) helpOr(err error, text, short string) int {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.stdout, text)
+		return exitOK
+	}
+	return c.usageError(short)
+}
+
+// readArgs returns the text of --args: JSON as given, @FILE's content, or
+// stdin's for "-" (at most maxArgsBytes). It must be a JSON object.
+func readArgs(v string) ([]byte, error) {
+	var b []byte
+	switch {
+	case v == "-" || strings.HasPrefix(v, "@"):
+		r, what := stdin, "stdin"
+		if v != "-" {
+			f, err := os.Open(v[1:])
+			if err != nil {
+				return nil, fmt.Errorf("--args %s: %w", v, err)
+			}
+			defer f.Close()
+			r, what = f, v[1:]
+		}
+		var err error
+		if b, err = io.ReadAll(io.LimitReader(r, maxArgsBytes+1)); err != nil {
+			return nil, fmt.Errorf("--args %s: reading %s: %w", v, what, err)
+		}
+		if len(b) > maxArgsBytes {
+			return nil, fmt.Errorf("--args %s: %s holds more than %d MiB of arguments", v, what, maxArgsBytes>>20)
+		}
+	default:
+		b = []byte(v)
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("--args is not valid JSON: %s", firstLine(string(b), 200))
+	}
+	if t := bytes.TrimSpace(b); t[0] != '{' {
+		return nil, fmt.Errorf(`--args must be a JSON object, like '{"key":"value"}': got %s`, firstLine(string(t), 200))
+	}
+	return b, nil
+}
+
 func (c *cli) call(args []string) int {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	argJSON := fs.String("args", "{}", "")
 	asJSON := fs.Bool("json", false, "")
 	profile := fs.String("profile", "", "")
+	short := `usage: toolhost call NAME [--args JSON | --args @FILE | --args -] [--profile NAME] [--json]`
 	pos, err := parse(fs, args)
-	if err != nil || len(pos) != 1 {
-		return c.usageError(`usage: toolhost call NAME [--args '{"key":"value"}'] [--profile NAME] [--json]`)
+	if err != nil {
+		return c.helpOr(err, callUsage, short)
+	}
+	if len(pos) != 1 {
+		return c.usageError(short)
 	}
 	name := pos[0]
-	if !json.Valid([]byte(*argJSON)) {
-		return c.usageError(fmt.Sprintf("--args is not valid JSON: %s", *argJSON))
+	argText, err := readArgs(*argJSON)
+	if err != nil {
+		return c.usageError(err.Error())
 	}
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		v, code := c.view(h, *profile)
@@ -300,13 +374,20 @@ func (c *cli) call(args []string) int {
 			return code
 		}
 		start := time.Now()
-		res, err := v.CallTool(ctx, name, json.RawMessage(*argJSON))
+		res, err := v.CallTool(ctx, name, json.RawMessage(argText))
 		if errors.Is(err, host.ErrToolNotAllowed) {
 			fmt.Fprintf(c.stderr, "toolhost: call denied: %v\n", err)
+			fmt.Fprintf(c.stderr, "Run 'toolhost tools%s' to list the tools you may call.\n", profileFlag(*profile))
 			return exitDenied
 		}
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: call failed: %v\n", err)
+			switch {
+			case errors.Is(err, host.ErrUnknownTool):
+				fmt.Fprintf(c.stderr, "Run 'toolhost tools%s' to list the tools you may call.\n", profileFlag(*profile))
+			case errors.Is(err, host.ErrBackendUnavailable), errors.Is(err, host.ErrRequiredBackend):
+				fmt.Fprintf(c.stderr, "Run 'toolhost status' for the state of every backend.\n")
+			}
 			return exitCallError
 		}
 		c.logger.Debug("call done", "tool", name, "elapsed", time.Since(start))
@@ -323,6 +404,14 @@ func (c *cli) call(args []string) int {
 		}
 		return exitOK
 	})
+}
+
+// profileFlag is " --profile NAME" for a profile, else "".
+func profileFlag(profile string) string {
+	if profile == "" {
+		return ""
+	}
+	return " --profile " + profile
 }
 
 // printResult writes a result for a person: text as is, structured content

@@ -282,3 +282,76 @@ max_restarts = 0
 		t.Errorf("--log-level off: the start failure is printed %d times, want once as a warning:\n%s", n, stderr)
 	}
 }
+
+// TestCLICallArgs: --args @FILE and --args - (stdin) carry arguments too
+// large for a command line; call --help works; arguments that are not a
+// JSON object are a usage error (exit 2), as the help text says.
+func TestCLICallArgs(t *testing.T) {
+	cfg := writeConfig(t, fixtureConfig)
+	// 1 MiB of text: far beyond the 128 KiB Linux accepts in one
+	// command-line argument.
+	big := strings.Repeat("x", 1<<20)
+	file := filepath.Join(t.TempDir(), "args.json")
+	if err := os.WriteFile(file, []byte(`{"text":"`+big+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("--config", cfg, "call", "fixture__echo", "--args", "@"+file)
+	if code != 0 || strings.TrimSpace(stdout) != big {
+		t.Errorf("--args @FILE: exit %d, %d bytes out, stderr %s", code, len(stdout), stderr)
+	}
+	old := stdin
+	t.Cleanup(func() { stdin = old })
+	stdin = strings.NewReader(`{"a":40,"b":2}`)
+	code, stdout, stderr = runCLI("--config", cfg, "call", "fixture__add", "--args", "-")
+	if code != 0 || strings.TrimSpace(stdout) != `{"sum":42}` {
+		t.Errorf("--args -: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+
+	code, stdout, stderr = runCLI("call", "--help")
+	if code != 0 || stdout != callUsage || stderr != "" {
+		t.Errorf("call --help: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if !strings.Contains(callUsage, "2 usage or configuration error (also: --args not a JSON object") {
+		t.Errorf("the help text no longer says the exit status of --args that is not an object")
+	}
+
+	missing := filepath.Join(t.TempDir(), "nope.json")
+	for _, tc := range []struct {
+		args   string
+		stderr string
+	}{
+		{`[1,2]`, `toolhost: --args must be a JSON object, like '{"key":"value"}': got [1,2]`},
+		{`"text"`, `toolhost: --args must be a JSON object, like '{"key":"value"}': got "text"`},
+		{`null`, `toolhost: --args must be a JSON object, like '{"key":"value"}': got null`},
+		{`{nope`, `toolhost: --args is not valid JSON: {nope`},
+		{"@" + missing, "toolhost: --args @" + missing + ": open " + missing + ": no such file or directory"},
+	} {
+		code, stdout, stderr := runCLI("--config", cfg, "call", "fixture__echo", "--args", tc.args)
+		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, tc.stderr+"\n") {
+			t.Errorf("--args %s: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, stdout, stderr, tc.stderr)
+		}
+	}
+}
+
+// TestCLIHints: the CLI adds its own next step to the host's errors, which
+// name no command.
+func TestCLIHints(t *testing.T) {
+	cfg := writeConfig(t, fixtureConfig)
+	cases := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"call", "fixture__ech"}, 3,
+			"toolhost: call failed: unknown tool \"fixture__ech\"; did you mean fixture__echo? Call a tool by its exact name\nRun 'toolhost tools' to list the tools you may call.\n"},
+		{[]string{"call", "--profile", "review", "fixture__add"}, 4,
+			"toolhost: call denied: tool \"fixture__add\" is not allowed in profile \"review\" (rule profiles.review.deny[0] \"fixture__add\"); calling it again will fail the same way: use one of the tools in the list of available tools\nRun 'toolhost tools --profile review' to list the tools you may call.\n"},
+		{[]string{"call", "--profile", "needs", "fixture__echo"}, 3, "Run 'toolhost status' for the state of every backend.\n"},
+	}
+	for _, tc := range cases {
+		code, _, stderr := runCLI(append([]string{"--config", cfg, "--log-level", "off"}, tc.args...)...)
+		if code != tc.code || !strings.HasSuffix(stderr, tc.stderr) {
+			t.Errorf("%v: exit %d, stderr\n%s\nwant %d and a stderr ending\n%s", tc.args, code, stderr, tc.code, tc.stderr)
+		}
+	}
+}
