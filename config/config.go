@@ -61,6 +61,10 @@ type Config struct {
 	// Dir is the directory relative paths in the file are resolved against:
 	// the file's directory, or the working directory for unnamed input.
 	Dir string `toml:"-"`
+
+	// file and loc place the problems Check finds, like Load's.
+	file string
+	loc  *locator
 }
 
 // Host is the [host] table.

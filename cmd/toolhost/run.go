@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // Exit codes.
@@ -46,7 +47,8 @@ Commands:
   call NAME [--args JSON|@FILE|-] [--profile NAME] [--json]
                                  call a tool and print its result ('toolhost call --help')
   status [--json] [--watch D]    start every backend and show its state (every D until interrupted)
-  check [--profile NAME]         validate the configuration and show what would load;
+  check [--profile NAME]         validate the configuration (also: plugin files and their declared
+                                 memory, server commands in PATH) and show what would load;
                                  with --profile, start the backends and show the profile's
                                  catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
@@ -543,6 +545,12 @@ func (c *cli) check(args []string) int {
 		if _, ok := cfg.Profiles[*profile]; !ok {
 			return c.usageError(fmt.Sprintf("no profile %q in %s: the profiles are its [profiles.NAME] tables", *profile, cfg.Path))
 		}
+	}
+	// What Load leaves alone: files, commands, module memory. Nothing is
+	// started.
+	if err := cfg.Check(&config.CheckOptions{Module: sandbox.CheckModule}); err != nil {
+		fmt.Fprintf(c.stderr, "toolhost: invalid configuration:\n%v\n", err)
+		return exitUsage
 	}
 	fmt.Fprintf(c.stdout, "configuration %s is valid\n", cfg.Path)
 	fmt.Fprintf(c.stdout, "call timeout: %s\n", cfg.Host.CallTimeout)

@@ -55,6 +55,9 @@ requires = ["broken"]
 
 func TestCLI(t *testing.T) {
 	cfg := writeConfig(t, fixtureConfig)
+	// check looks commands up in PATH: for it, the broken backend is a
+	// server that refuses connections.
+	checkCfg := writeConfig(t, strings.Replace(fixtureConfig, `command = "toolhost-no-such-program"`, `url = "http://127.0.0.1:1/mcp"`, 1))
 	cases := []struct {
 		name     string
 		args     []string
@@ -72,7 +75,7 @@ func TestCLI(t *testing.T) {
 		{"unavailable", []string{"--config", cfg, "call", "broken__x"}, 3, nil, []string{"unknown tool"}, true},
 		{"bad args", []string{"--config", cfg, "call", "fixture__echo", "--args", `{nope`}, 2, nil, []string{"--args is not valid JSON"}, true},
 		{"status", []string{"--config", cfg, "status"}, 0, []string{"fixture", "ready", "broken", "failed", "not found in PATH"}, nil, false},
-		{"check", []string{"--config", cfg, "check"}, 0, []string{"is valid", "fixture", "stdio", "fixture__", "profiles: needs, review",
+		{"check", []string{"--config", checkCfg, "check"}, 0, []string{"is valid", "fixture", "stdio", "fixture__", "profiles: needs, review",
 			`note: policy.allow[0] "fixture__big" can never allow anything: policy.deny[1] "fixture__big*" denies all it matches`}, nil, false},
 		{"tools profile", []string{"--config", cfg, "tools", "--profile", "review"}, 0, []string{"fixture__echo"}, nil, false},
 		{"call profile", []string{"--config", cfg, "call", "--profile", "review", "fixture__echo", "--args", `{"text":"in review"}`}, 0, []string{"in review"}, nil, false},
@@ -81,9 +84,10 @@ func TestCLI(t *testing.T) {
 		{"call invalid arguments", []string{"--config", cfg, "call", "--profile", "review", "fixture__echo", "--args", `{"text":3}`}, 1, []string{"invalid arguments for fixture__echo", "text"}, nil, false},
 		{"unknown profile", []string{"--config", cfg, "tools", "--profile", "nope"}, 2, nil, []string{`unknown profile "nope"`}, true},
 		{"check unknown profile", []string{"--config", cfg, "check", "--profile", "nope"}, 2, nil, []string{`no profile "nope"`}, true},
-		{"check profile", []string{"--config", cfg, "check", "--profile", "review"}, 0, []string{"profile review", "fixture__echo", "allowed", `profiles.review.allow[0] "fixture__echo"`,
+		{"check missing command", []string{"--config", cfg, "check"}, 2, nil, []string{"toolhost: invalid configuration:\n" + cfg + `:7: servers.broken.command: "toolhost-no-such-program" is not found in PATH: install it, or give its path` + "\n"}, true},
+		{"check profile", []string{"--config", checkCfg, "check", "--profile", "review"}, 0, []string{"profile review", "fixture__echo", "allowed", `profiles.review.allow[0] "fixture__echo"`,
 			"fixture__add", `profiles.review.deny[0] "fixture__add"`, "fixture__fail", "profiles.review.allow (no glob matches)", "(crash)", `servers.fixture.deny_tools[0] "crash"`}, nil, false},
-		{"check profile requires", []string{"--config", cfg, "check", "--profile", "needs"}, 3, []string{"requires broken: NOT READY"}, nil, false},
+		{"check profile requires", []string{"--config", checkCfg, "check", "--profile", "needs"}, 3, []string{"requires broken: NOT READY"}, nil, false},
 		{"unknown command", []string{"--config", cfg, "frobnicate"}, 2, nil, []string{`unknown command "frobnicate"`}, true},
 		{"no command", []string{}, 2, nil, []string{"Usage:"}, true},
 		{"help", []string{"help"}, 0, []string{"Commands:"}, nil, false},
@@ -353,5 +357,25 @@ func TestCLIHints(t *testing.T) {
 		if code != tc.code || !strings.HasSuffix(stderr, tc.stderr) {
 			t.Errorf("%v: exit %d, stderr\n%s\nwant %d and a stderr ending\n%s", tc.args, code, stderr, tc.code, tc.stderr)
 		}
+	}
+}
+
+// TestCLICheckPlugins: check reports a missing .wasm and a memory cap
+// below the module's declared minimum at their file:line, starting nothing.
+func TestCLICheckPlugins(t *testing.T) {
+	wasm := wasmbuild.Build(t, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")
+	cfg := writeConfig(t, `[plugins.gone]
+path = "gone.wasm"
+
+[plugins.small]
+path = "`+wasm+`"
+memory = "1MiB"
+`)
+	code, stdout, stderr := runCLI("--config", cfg, "check")
+	want := "toolhost: invalid configuration:\n" +
+		cfg + ":2: plugins.gone.path: " + filepath.Join(filepath.Dir(cfg), "gone.wasm") + " does not exist: build the plugin (make plugins) or fix the path (relative paths are relative to the configuration file)\n" +
+		cfg + `:6: plugins.small.memory: memory 1MiB is below the 2304KiB the module declares as its minimum: set memory >= "2304KiB"` + "\n"
+	if code != 2 || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr\n%s\nwant 2 and\n%s", code, stdout, stderr, want)
 	}
 }
