@@ -28,6 +28,8 @@ type InspectOptions struct {
 }
 
 // Import is one function or memory a module imports.
+// Report.Imports lists each (module, name, signature) once, in the order of
+// first import.
 type Import struct {
 	Module    string `json:"module"`
 	Name      string `json:"name"`
@@ -115,11 +117,18 @@ func Inspect(ctx context.Context, path string, opts *InspectOptions) (*Report, e
 		r.Exports = append(r.Exports, n)
 	}
 	sort.Strings(r.Exports)
+	seen := map[Import]bool{}
 	for _, im := range mod.Imports {
 		imp := Import{Module: im.Module, Name: im.Name}
 		if im.Kind == kindFunc {
 			imp.Signature = im.Type.String()
 		}
+		// A module may import one function more than once (Go's linker
+		// does, for fd_write): list it once.
+		if seen[imp] {
+			continue
+		}
+		seen[imp] = true
 		r.Imports = append(r.Imports, imp)
 		switch {
 		case im.Module == "extism:host/env" && im.Name == "http_request":

@@ -277,6 +277,7 @@ func firstLine(s string, n int) string {
 
 func (c *cli) printJSON(v any) int {
 	enc := json.NewEncoder(c.stdout)
+	enc.SetEscapeHTML(false) // "->" stays "->": the output is not HTML
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)

@@ -379,3 +379,49 @@ memory = "1MiB"
 		t.Errorf("exit %d, stdout %q, stderr\n%s\nwant 2 and\n%s", code, stdout, stderr, want)
 	}
 }
+
+// TestCLIInspectReport: inspect lists each import once, shows a tool's
+// title and annotations, and --json does not escape <, > and & ("->"
+// stays "->").
+func TestCLIInspectReport(t *testing.T) {
+	dir := filepath.Join(testutil.Root(), "plugins")
+	fetch := wasmbuild.Build(t, dir, "./fetch")
+	code, stdout, stderr := runCLI("inspect", fetch)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"\n    title: Fetch URL\n", "\n    annotations: readOnlyHint=true, openWorldHint=true\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("inspect lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Go's linker imports fd_write twice.
+	if n := strings.Count(stdout, " fd_write "); n != 1 {
+		t.Errorf("fd_write is listed %d times, want once", n)
+	}
+	jq := wasmbuild.Build(t, dir, "./jq")
+	for _, args := range [][]string{{"inspect", jq}, {"inspect", "--json", jq}} {
+		code, stdout, _ := runCLI(args...)
+		if code != 0 || strings.Contains(stdout, `\u003e`) || !strings.Contains(stdout, `.price > 10`) {
+			t.Errorf("%v: exit %d; want > unescaped:\n%.2000s", args, code, stdout)
+		}
+	}
+	code, stdout, _ = runCLI("inspect", "--json", jq)
+	var r struct {
+		Imports []struct{ Module, Name, Signature string } `json:"imports"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+		t.Fatalf("inspect --json: exit %d\n%s", code, stdout)
+	}
+	seen := map[string]bool{}
+	for _, im := range r.Imports {
+		k := im.Module + " " + im.Name + " " + im.Signature
+		if seen[k] {
+			t.Errorf("import %s listed twice", k)
+		}
+		seen[k] = true
+		if im.Signature != "" && !strings.Contains(im.Signature, ") -> (") {
+			t.Errorf("signature %q", im.Signature)
+		}
+	}
+}
