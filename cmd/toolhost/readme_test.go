@@ -1,0 +1,126 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/internal/testutil"
+)
+
+// mdBlock is one fenced code block of a Markdown file, with the heading it
+// stands under.
+type mdBlock struct {
+	heading, lang, text string
+}
+
+func mdBlocks(t *testing.T, path string) []mdBlock {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []mdBlock
+	var cur *mdBlock
+	heading := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			cur = &mdBlock{heading: heading, lang: strings.TrimPrefix(line, "```")}
+		case cur != nil && line == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.text += line + "\n"
+		case strings.HasPrefix(line, "#"):
+			heading = strings.TrimSpace(strings.TrimLeft(line, "#"))
+		}
+	}
+	return out
+}
+
+// block returns the n-th (from 0) block of lang under heading.
+func block(t *testing.T, blocks []mdBlock, heading, lang string, n int) string {
+	t.Helper()
+	for _, b := range blocks {
+		if b.heading == heading && b.lang == lang {
+			if n == 0 {
+				return b.text
+			}
+			n--
+		}
+	}
+	t.Fatalf("no %s block %d under %q", lang, n, heading)
+	return ""
+}
+
+// TestPDKReadmeQuickstart follows pdk/README.md as a plugin author would: it
+// runs its commands to start a module (require + replace on a checkout),
+// writes its plugin and its pdktest test, runs the test, builds the .wasm
+// with its build command, and loads the result in toolhost.
+func TestPDKReadmeQuickstart(t *testing.T) {
+	root := testutil.Root()
+	blocks := mdBlocks(t, filepath.Join(root, "pdk", "README.md"))
+	work := t.TempDir()
+	// The README's checkout is ../toolhost, next to the plugin's folder.
+	if err := os.Symlink(root, filepath.Join(work, "toolhost")); err != nil {
+		t.Fatal(err)
+	}
+	sh := func(dir, script string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-ec", script)
+		cmd.Dir = dir
+		// Offline: the pdk has no dependencies to download.
+		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s\n%v\n%s", script, err, out)
+		}
+	}
+	sh(work, block(t, blocks, "Start a plugin module", "sh", 0))
+	dir := filepath.Join(work, "greet")
+	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The README's go.mod, but for the go line, which is the local Go's.
+	dropGo := func(s string) string {
+		var keep []string
+		for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+			if !strings.HasPrefix(l, "go ") && strings.TrimSpace(l) != "" {
+				keep = append(keep, strings.TrimSpace(l))
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if want := block(t, blocks, "Start a plugin module", "", 0); dropGo(string(gomod)) != dropGo(want) {
+		t.Errorf("go.mod after the README's commands:\n%s\nthe README shows:\n%s", gomod, want)
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main.go", block(t, blocks, "Write a plugin", "go", 0))
+	write("main_test.go", "package main\n\nimport (\n\t\"testing\"\n\n\t\"github.com/toolhost/toolhost/pdk/pdktest\"\n)\n\n"+block(t, blocks, "Test", "go", 0))
+	sh(dir, "go test ./...")
+	sh(dir, block(t, blocks, "Build", "sh", 0))
+
+	wasm := filepath.Join(dir, "greet.wasm")
+	code, stdout, stderr := runCLI("inspect", wasm)
+	if code != 0 || !strings.Contains(stdout, "greet — Greets someone by name.") {
+		t.Fatalf("inspect: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cfg := writeConfig(t, "[plugins.greet]\npath = \""+wasm+"\"\n")
+	code, stdout, stderr = runCLI("--config", cfg, "call", "greet__greet", "--args", `{"name":"Ada"}`)
+	if code != 0 || stdout != "hello Ada\n" {
+		t.Errorf("call: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	// What the README says the host does with arguments that do not
+	// conform, and what pdktest does: the same text.
+	code, stdout, _ = runCLI("--config", cfg, "call", "greet__greet", "--args", `{"name":7}`)
+	if code != 1 || stdout != "invalid arguments for greet__greet: name: got number, want string\n" {
+		t.Errorf("invalid call: exit %d, stdout %q", code, stdout)
+	}
+}
