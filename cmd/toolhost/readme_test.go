@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
 // mdBlock is one fenced code block of a Markdown file, with the heading it
@@ -122,5 +124,86 @@ func TestPDKReadmeQuickstart(t *testing.T) {
 	code, stdout, _ = runCLI("--config", cfg, "call", "greet__greet", "--args", `{"name":7}`)
 	if code != 1 || stdout != "invalid arguments for greet__greet: name: got number, want string\n" {
 		t.Errorf("invalid call: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// TestEmbeddingReadme follows the README's Embedding section as an embedder
+// would: its commands add the dependency (offline, from the module cache),
+// its program is built as is and run on a configuration with the fs plugin
+// and a review profile.
+func TestEmbeddingReadme(t *testing.T) {
+	root := testutil.Root()
+	blocks := mdBlocks(t, filepath.Join(root, "README.md"))
+	work := t.TempDir()
+	if err := os.Symlink(root, filepath.Join(work, "toolhost")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(work, "agent")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The checksums of toolhost's own dependencies, so that go mod tidy
+	// needs neither the network nor the checksum database.
+	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.sum", string(sums))
+	write("main.go", block(t, blocks, "Embedding", "go", 0))
+	sh := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-ec", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=", "GOSUMDB=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s\n%v\n%s", script, err, out)
+		}
+		return string(out)
+	}
+	sh("go mod init example.com/agent")
+	// The README's commands, but go mod tidy, which wants the go.mod of
+	// every module in the dependency graph (some are not in the module
+	// cache: it would download them). Its offline equivalent: require what
+	// toolhost requires, at toolhost's go version.
+	script := block(t, blocks, "Embedding", "sh", 0)
+	if !strings.Contains(script, "\ngo mod tidy\n") {
+		t.Fatalf("the README's commands changed:\n%s", script)
+	}
+	sh(strings.Replace(script, "\ngo mod tidy\n", "\n", 1))
+	gomod := sh("go mod edit -json " + filepath.Join(root, "go.mod"))
+	var mod struct {
+		Go      string
+		Require []struct{ Path, Version string }
+	}
+	if err := json.Unmarshal([]byte(gomod), &mod); err != nil {
+		t.Fatal(err)
+	}
+	edit := "go mod edit -go=" + mod.Go
+	for _, r := range mod.Require {
+		edit += " -require=" + r.Path + "@" + r.Version
+	}
+	sh(edit)
+	sh("go build -o agent .")
+
+	fs := wasmbuild.Build(t, filepath.Join(root, "plugins"), "./fs")
+	write("toolhost.toml", `[plugins.fs]
+path = "`+fs+`"
+allowed_paths = { "/docs" = "ro:`+filepath.Join(root, "docs")+`" }
+
+[profiles.review]
+allow = ["fs__read_*", "fs__list_*"]
+`)
+	out := sh("./agent")
+	for _, want := range []string{"fs__list_directory: ", "RATIONALE.md", "refused by profiles.review.allow (no glob matches)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the README's program printed no %q:\n%s", want, out)
+		}
 	}
 }
