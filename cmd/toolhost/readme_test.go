@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/testutil"
@@ -205,5 +207,58 @@ allow = ["fs__read_*", "fs__list_*"]
 		if !strings.Contains(out, want) {
 			t.Errorf("the README's program printed no %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestCLIReadmeCommands runs the README's CLI forms no other test or make
+// run does: the configuration from $TOOLHOST_CONFIG and from
+// ./toolhost.toml, --log-level info showing a server's stderr, and
+// status --watch until SIGTERM (a real process).
+func TestCLIReadmeCommands(t *testing.T) {
+	cfg := writeConfig(t, "[servers.fixture]\ncommand = \"@FIXTURE@\"\n")
+
+	t.Setenv("TOOLHOST_CONFIG", cfg)
+	if code, stdout, stderr := runCLI("tools"); code != 0 || !strings.Contains(stdout, "fixture__echo") {
+		t.Errorf("$TOOLHOST_CONFIG: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	t.Setenv("TOOLHOST_CONFIG", "")
+	t.Chdir(filepath.Dir(cfg))
+	if code, stdout, stderr := runCLI("tools"); code != 0 || !strings.Contains(stdout, "fixture__echo") {
+		t.Errorf("./toolhost.toml: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI("--log-level", "info", "tools"); code != 0 || !strings.Contains(stderr, `[INFO]  toolhost.fixture: stderr: line="mcpfixture: starting`) {
+		t.Errorf("--log-level info: exit %d, stderr lacks the server's stderr line:\n%s", code, stderr)
+	}
+
+	bin := testutil.GoBinary(t, "./cmd/toolhost")
+	cmd := exec.Command(bin, "--config", cfg, "status", "--watch", "50ms")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Two tables, then SIGTERM: a clean exit 0.
+	buf := make([]byte, 0, 4096)
+	chunk := make([]byte, 4096)
+	for strings.Count(string(buf), "BACKEND ") < 2 {
+		n, err := stdout.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if err != nil {
+			t.Fatalf("status --watch ended early: %v\n%s\n%s", err, buf, stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("status --watch after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(string(buf), "fixture  stdio") {
+		t.Errorf("status --watch:\n%s", buf)
 	}
 }
