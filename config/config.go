@@ -67,6 +67,10 @@ type Config struct {
 
 	// validated is set by Load, Parse and Validate.
 	validated bool
+
+	// file and loc place the problems Check finds, like Load's.
+	file string
+	loc  *locator
 }
 
 // Host is the [host] table.

@@ -25,7 +25,14 @@ type Error struct {
 	Key string
 	// Msg says what is wrong and what to do about it.
 	Msg string
+	// Err is the underlying error, when there is one (Config.Check's
+	// problems with a file: fs.ErrNotExist, sandbox.ErrABI, ...); its text
+	// is part of Msg.
+	Err error
 }
+
+// Unwrap returns Err, for errors.Is and errors.As.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	var b strings.Builder

@@ -144,7 +144,7 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 	l.md = md
 	l.loc = locate(string(data))
 
-	cfg := &Config{Servers: map[string]*Server{}, Plugins: map[string]*Plugin{}, Profiles: map[string]*Profile{}, Tools: map[string]*ToolOptions{}, Path: path, Dir: o.Dir}
+	cfg := &Config{Servers: map[string]*Server{}, Plugins: map[string]*Plugin{}, Profiles: map[string]*Profile{}, Tools: map[string]*ToolOptions{}, Path: path, Dir: o.Dir, file: l.file, loc: l.loc}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		key := toml.Key{k}
 		switch k {

@@ -107,7 +107,7 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	if vw.prof != nil {
 		for _, r := range vw.prof.Requires {
 			if down, lastErr := h.byName[r].down(); down {
-				return nil, fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready (see toolhost status): %w", name, ErrRequiredBackend, profile, r, lastErr)
+				return nil, fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready; try again once it is: %w", name, ErrRequiredBackend, profile, r, lastErr)
 			}
 		}
 	}

@@ -97,7 +97,9 @@ var (
 )
 
 // ToolNotAllowedError is the error for a catalogue tool the policy excludes
-// from the caller's view.
+// from the caller's view. Its text says what happened and what to do in words
+// that fit any caller (a program, a person or a language model): it names no
+// command or method.
 type ToolNotAllowedError struct {
 	Name    string
 	Profile string // "" for the Host's own view
@@ -109,49 +111,178 @@ func (e *ToolNotAllowedError) Error() string {
 	if e.Profile != "" {
 		where = fmt.Sprintf("profile %q", e.Profile)
 	}
-	return fmt.Sprintf("tool %q is not allowed in %s (rule %s); list the allowed tools with Tools (toolhost tools)", e.Name, where, e.Rule)
+	return fmt.Sprintf("tool %q is not allowed in %s (rule %s); calling it again will fail the same way: use one of the tools in the list of available tools", e.Name, where, e.Rule)
 }
 
 func (e *ToolNotAllowedError) Unwrap() error { return ErrToolNotAllowed }
 
 // UnknownToolError is the error for a name that is not in the catalogue. It
 // names close matches so a caller (or a model) can correct itself; it never
-// includes arguments or configuration.
+// includes arguments or configuration. Its text names no command or method,
+// so it fits any caller.
 type UnknownToolError struct {
 	Name    string
-	Similar []string // up to 3 catalogue names sharing a part with Name
+	Similar []string // up to 3 catalogue names close to Name, closest first
 }
 
 func (e *UnknownToolError) Error() string {
 	msg := fmt.Sprintf("unknown tool %q", e.Name)
 	if len(e.Similar) > 0 {
-		msg += "; did you mean " + strings.Join(e.Similar, ", ") + "?"
+		msg += "; did you mean " + strings.Join(e.Similar, ", ") + "? Call a tool by its exact name"
 	} else {
-		msg += "; list the catalogue with Tools (toolhost tools)"
+		msg += "; no available tool has a similar name: use a name from the list of available tools, exactly as listed"
 	}
 	return msg
 }
 
 func (e *UnknownToolError) Unwrap() error { return ErrUnknownTool }
 
-// similar returns up to three names that contain name's tool part or
-// share its backend part.
+// maxSimilar is the most names an UnknownToolError suggests.
+const maxSimilar = 3
+
+// similar returns up to maxSimilar names of names close to name, closest
+// first (ties by name). Close means, comparing without case and with '-' and
+// '_' alike (runs of them count as one):
+//   - the same name (textkit__word-count for textkit__word_count,
+//     textkit_sha256 for textkit__sha256);
+//   - the same backend part and a tool part at a small edit distance
+//     (textkit__sha2566 for textkit__sha256, fial for fail): at most 1 for tool parts of
+//     up to 4 characters, 2 up to 10, else 3; for a name without "__", the
+//     whole name at that distance (textkit_sha2566);
+//   - the tool part alone, or a backend part at that distance
+//     (sha256 or textkt__sha256 for textkit__sha256);
+//   - a tool part of at least 3 characters contained in the tool's.
 func similar(name string, names []string) []string {
-	var out []string
-	part := name
-	if i := strings.LastIndex(name, "__"); i >= 0 {
-		part = name[i+2:]
+	qb, qt := splitName(name)
+	qn := normName(name)
+	type match struct {
+		name  string
+		score int
 	}
-	part = strings.ToLower(part)
+	var ms []match
 	for _, n := range names {
-		ln := strings.ToLower(n)
-		if part != "" && (strings.HasSuffix(ln, "__"+part) || ln == part || strings.Contains(ln, part)) {
-			out = append(out, n)
+		cb, ct := splitName(n)
+		limit := editLimit(ct)
+		score := -1
+		switch {
+		case qn == normName(n):
+			score = 0
+		case qb == cb:
+			if d := editDistance(qt, ct, limit); d <= limit {
+				score = d
+			}
+		case qb == "" && qt == ct:
+			score = 1
+		case qb == "":
+			// No "__" in name: compare it whole (textkit_sha2566).
+			if d := editDistance(qn, normName(n), limit); d <= limit {
+				score = d
+			}
+		case qt == ct:
+			if d := editDistance(qb, cb, editLimit(cb)); d <= editLimit(cb) {
+				score = d
+			}
+		}
+		if score < 0 && len(qt) >= 3 && strings.Contains(ct, qt) {
+			score = limit + 1
+		}
+		if score >= 0 {
+			ms = append(ms, match{n, score})
 		}
 	}
-	sort.Strings(out)
-	if len(out) > 3 {
-		out = out[:3]
+	sort.Slice(ms, func(i, j int) bool {
+		if ms[i].score != ms[j].score {
+			return ms[i].score < ms[j].score
+		}
+		return ms[i].name < ms[j].name
+	})
+	var out []string
+	for i := 0; i < len(ms) && i < maxSimilar; i++ {
+		out = append(out, ms[i].name)
 	}
 	return out
+}
+
+// splitName splits a catalogue name at its first "__" (backend names never
+// contain one) and normalises both parts: lower case, '-' as '_', a run of
+// '_' as one. A name without "__" is all tool part.
+func splitName(name string) (backend, tool string) {
+	b, t, ok := strings.Cut(name, "__")
+	if !ok {
+		b, t = "", name
+	}
+	return normName(b), normName(t)
+}
+
+func normName(s string) string {
+	var sb strings.Builder
+	sb.Grow(len(s))
+	prevSep := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '-' || c == '_' {
+			if !prevSep {
+				sb.WriteByte('_')
+			}
+			prevSep = true
+			continue
+		}
+		prevSep = false
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String()
+}
+
+// editLimit is the largest edit distance at which a tool part of s's
+// length still counts as a typo of s.
+func editLimit(s string) int {
+	switch {
+	case len(s) <= 4:
+		return 1
+	case len(s) <= 10:
+		return 2
+	}
+	return 3
+}
+
+// editDistance is the edit distance between a and b (bytes) counting an
+// insertion, a deletion, a substitution or a swap of two adjacent bytes as
+// one edit (optimal string alignment), or limit+1 when it is larger than
+// limit. Catalogue names are at most 64 bytes; a longer a returns at once.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	pprev := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], pprev[j-2]+1)
+			}
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		pprev, prev, cur = prev, cur, pprev
+	}
+	if prev[len(b)] > limit {
+		return limit + 1
+	}
+	return prev[len(b)]
 }

@@ -67,5 +67,5 @@ allow = ["fx__echo"]
 	// tool: fx__echo
 	// echo: hello
 	// denied by profiles.review.allow (no glob matches)
-	// tool "fx__crash" is not allowed in the policy (rule policy.deny[0] "fx__crash"); list the allowed tools with Tools (toolhost tools)
+	// tool "fx__crash" is not allowed in the policy (rule policy.deny[0] "fx__crash"); calling it again will fail the same way: use one of the tools in the list of available tools
 }

@@ -124,6 +124,10 @@ type Host struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	rebuildMu sync.Mutex // serialises catalogue rebuilds
+	// dropLogged holds the dropped tools already logged (backend, tool
+	// and reason), so that a rebuild for another backend does not log
+	// them again; guarded by rebuildMu.
+	dropLogged map[[3]string]bool
 
 	subMu     sync.Mutex
 	subs      []*subscriber
@@ -310,6 +314,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// maxDropLogged bounds Host.dropLogged: a server that keeps announcing new
+// broken tools gets them logged again rather than growing it.
+const maxDropLogged = 1024
+
 var invalidNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
 // catalogueName maps a backend tool name to its catalogue name: prefix +
@@ -366,7 +374,13 @@ func (h *Host) rebuild(strict bool) error {
 				out, err = compileSchema(name, "outputSchema", t.OutputSchema)
 			}
 			if err != nil {
-				b.logger.Error("tool dropped: its schema does not compile", "tool", t.Name, "error", err)
+				if key := [3]string{b.name, t.Name, err.Error()}; !h.dropLogged[key] {
+					if h.dropLogged == nil || len(h.dropLogged) >= maxDropLogged {
+						h.dropLogged = map[[3]string]bool{}
+					}
+					h.dropLogged[key] = true
+					b.logger.Error("tool dropped: its schema does not compile", "tool", t.Name, "error", err)
+				}
 				excluded = append(excluded, Excluded{Backend: b.name, Tool: t.Name, Reason: err.Error()})
 				continue
 			}

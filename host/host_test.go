@@ -204,8 +204,16 @@ max_restarts = 0
 		if strings.Contains(err.Error(), "tok-very-secret") {
 			t.Fatalf("error leaks a secret: %v", err)
 		}
-		if !strings.Contains(err.Error(), "fixture__echo") {
-			t.Errorf("error %q should suggest fixture__echo", err)
+		want := `unknown tool "fixture__ech"; did you mean fixture__echo, crashy__echo, slow__echo? Call a tool by its exact name`
+		if err.Error() != want {
+			t.Errorf("got  %s\nwant %s", err, want)
+		}
+		// The typos models make: '-' for '_', one '_' for "__".
+		for name, want := range map[string]string{"fixture__Echo": "fixture__echo", "fixture_add": "fixture__add", "fixture__fial": "fixture__fail"} {
+			_, err := h.CallTool(ctx, name, nil)
+			if !errors.As(err, &ute) || len(ute.Similar) == 0 || ute.Similar[0] != want {
+				t.Errorf("%s: got %v, want a suggestion of %s", name, err, want)
+			}
 		}
 	})
 	t.Run("ToolErrorResult", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -25,7 +26,8 @@ type State string
 // Backend states. A backend moves idle/starting → ready; when it is lost
 // (crash, broken connection, failed health checks, a plugin that keeps
 // trapping) or a start fails, it is restarting until its next attempt, and
-// failed once max_restarts within restart_window are used up.
+// failed once max_restarts within restart_window are used up, or at once
+// when a plugin's start failure cannot heal (see cannotHeal).
 const (
 	StateIdle       State = "idle"       // not running: lazy and not used yet, or stopped by idle_timeout; the next use starts it
 	StateStarting   State = "starting"   // an attempt to start is in progress
@@ -163,7 +165,7 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 		case b.state == StateFailed:
 			err := b.lastErr
 			b.mu.Unlock()
-			return nil, 0, fmt.Errorf("%w: backend %q failed (see toolhost status): %w", ErrBackendUnavailable, b.name, err)
+			return nil, 0, fmt.Errorf("%w: backend %q has failed; its tools are unavailable until it is restarted: %w", ErrBackendUnavailable, b.name, err)
 		case b.state == StateClosed:
 			b.mu.Unlock()
 			return nil, 0, ErrClosed
@@ -530,6 +532,12 @@ func (h *Host) afterFailure(b *backend, err error) <-chan time.Time {
 	if h.ctx.Err() != nil {
 		return nil
 	}
+	if why := cannotHeal(b, err); why != "" {
+		b.logger.Error("backend failed", "reason", why)
+		h.setState(b, StateFailed, fmt.Errorf("%w; not restarted: %s; Host.Restart starts it again", err, why))
+		h.catalogueChanged()
+		return nil
+	}
 	now := time.Now()
 	window := b.sv.RestartWindow.Std()
 	b.mu.Lock()
@@ -553,6 +561,32 @@ func (h *Host) afterFailure(b *backend, err error) <-chan time.Time {
 	b.logger.Info("restarting after backoff", "delay", d.Round(time.Millisecond))
 	h.setState(b, StateRestarting, err)
 	return time.After(d)
+}
+
+// cannotHeal says why err, a failure of plugin b, cannot go away by
+// restarting it ("" if it can): the module file is missing or does not match
+// its sha256 pin (transport.ErrStart), its ABI is unsupported
+// (sandbox.ErrABI), or its memory cap is below what it needs to start
+// (sandbox.ErrMemoryLimit with transport.ErrInitialize). Such a backend goes
+// straight to StateFailed instead of restarting with backoff: only a change
+// of the file or the configuration, then Host.Restart, can make it start.
+// A server's start failures are always retried (a command may be installed,
+// a URL may come up).
+func cannotHeal(b *backend, err error) string {
+	if b.kind != KindPlugin {
+		return ""
+	}
+	switch {
+	case errors.Is(err, transport.ErrStart) && errors.Is(err, fs.ErrNotExist):
+		return "the module file does not exist"
+	case errors.Is(err, sandbox.ErrChecksum):
+		return "the module file does not match its sha256 pin"
+	case errors.Is(err, sandbox.ErrABI):
+		return "the module is not a plugin of a supported ABI"
+	case errors.Is(err, sandbox.ErrMemoryLimit) && errors.Is(err, transport.ErrInitialize):
+		return "its memory cap is below what the module needs to start"
+	}
+	return ""
 }
 
 // closeAsync closes a transport the backend no longer uses without holding
@@ -787,7 +821,7 @@ func (h *Host) Restart(ctx context.Context, name string) error {
 func (h *Host) ask(ctx context.Context, name string, req func(*backend) chan chan error, wrap func(error) error) error {
 	b, ok := h.byName[name]
 	if !ok {
-		return fmt.Errorf("%w: %q (see toolhost status)", ErrUnknownBackend, name)
+		return fmt.Errorf("%w: %q: backends are the [servers.NAME] and [plugins.NAME] tables of the configuration", ErrUnknownBackend, name)
 	}
 	reply := make(chan error, 1)
 	select {

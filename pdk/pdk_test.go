@@ -144,10 +144,22 @@ func TestCallTool(t *testing.T) {
 			}
 		})
 	}
-	if out := call(t, "greet", `{"name":7}`); !out.IsError || !strings.HasPrefix(out.Text, "invalid arguments: json: cannot unmarshal number") {
-		t.Errorf("bind error: %s", out.Raw)
+	// The inputSchema is applied as the host applies it: the handler (and
+	// its Bind) never sees arguments that do not conform.
+	for args, want := range map[string]string{
+		`{"name":7}`:           `{"content":[{"type":"text","text":"invalid arguments for greet: name: got number, want string"}],"isError":true}`,
+		`{}`:                   `{"content":[{"type":"text","text":"invalid arguments for greet: (arguments): missing property 'name'"}],"isError":true}`,
+		`{"name":["a","b"]}`:   `{"content":[{"type":"text","text":"invalid arguments for greet: name: got array, want string"}],"isError":true}`,
+		`{"name":"Ada","x":1}`: `{"content":[{"type":"text","text":"hello Ada"}],"isError":false}`,
+	} {
+		if out := call(t, "greet", args); string(out.Raw) != want {
+			t.Errorf("greet %s:\ngot  %s\nwant %s", args, out.Raw, want)
+		}
 	}
-	if logs := pdktest.Logs(); len(logs) != 1 || logs[0] != "INFO: greeting Ada" {
+	if _, err := pdktest.CallTool("greet", `[1]`); err == nil || err.Error() != "invalid tool arguments: not a JSON object: [1]" {
+		t.Errorf("array arguments: %v", err)
+	}
+	if logs := pdktest.Logs(); len(logs) != 2 || logs[0] != "INFO: greeting Ada" {
 		t.Errorf("logs = %q", logs)
 	}
 }

@@ -28,6 +28,8 @@ type InspectOptions struct {
 }
 
 // Import is one function or memory a module imports.
+// Report.Imports lists each (module, name, signature) once, in the order of
+// first import.
 type Import struct {
 	Module    string `json:"module"`
 	Name      string `json:"name"`
@@ -66,6 +68,31 @@ type Report struct {
 	ConfigKeys []string `json:"config_keys"`
 }
 
+// CheckModule reads the module at path without compiling or running it and
+// returns the linear memory it declares as its minimum, in bytes (0 when it
+// declares no memory of its own). Errors: the file cannot be read (wraps
+// its *fs.PathError); it is not WebAssembly, or it matches no supported
+// plugin ABI (ErrABI). It fits config.CheckOptions.Module, which
+// toolhost check uses. A Go module needs more than its declared minimum to
+// start; only starting it tells how much.
+func CheckModule(path string) (config.Size, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	mod, err := parseWasm(b)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v: %w", path, err, ErrABI)
+	}
+	if _, err := detectABI(mod); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if !mod.HasMemory {
+		return 0, nil
+	}
+	return config.Size(mod.MemMin * PageSize), nil
+}
+
 // Inspect loads the module at path with no capability granted (no network,
 // no files, no config, no environment) and reports its ABI, exports,
 // imports, capability needs, tools and the config keys it reads while
@@ -90,11 +117,18 @@ func Inspect(ctx context.Context, path string, opts *InspectOptions) (*Report, e
 		r.Exports = append(r.Exports, n)
 	}
 	sort.Strings(r.Exports)
+	seen := map[Import]bool{}
 	for _, im := range mod.Imports {
 		imp := Import{Module: im.Module, Name: im.Name}
 		if im.Kind == kindFunc {
 			imp.Signature = im.Type.String()
 		}
+		// A module may import one function more than once (Go's linker
+		// does, for fd_write): list it once.
+		if seen[imp] {
+			continue
+		}
+		seen[imp] = true
 		r.Imports = append(r.Imports, imp)
 		switch {
 		case im.Module == "extism:host/env" && im.Name == "http_request":

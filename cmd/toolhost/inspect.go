@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -37,6 +39,44 @@ func (c *cli) inspect(args []string) int {
 		return exitCallError
 	}
 	return exitOK
+}
+
+// indentJSON is v as indented JSON, with <, > and & as they are (a schema
+// is shown to a person, not embedded in HTML).
+func indentJSON(v any, prefix string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// annotationsText lists a tool's annotations that are set, as
+// "title=..., readOnlyHint=true, ..." ("" for none).
+func annotationsText(a *mcp.ToolAnnotations) string {
+	if a == nil {
+		return ""
+	}
+	var parts []string
+	if a.Title != "" {
+		parts = append(parts, fmt.Sprintf("title=%q", a.Title))
+	}
+	if a.ReadOnlyHint {
+		parts = append(parts, "readOnlyHint=true")
+	}
+	if a.DestructiveHint != nil {
+		parts = append(parts, fmt.Sprintf("destructiveHint=%v", *a.DestructiveHint))
+	}
+	if a.IdempotentHint {
+		parts = append(parts, "idempotentHint=true")
+	}
+	if a.OpenWorldHint != nil {
+		parts = append(parts, fmt.Sprintf("openWorldHint=%v", *a.OpenWorldHint))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (c *cli) printReport(r *sandbox.Report) {
@@ -72,11 +112,15 @@ func (c *cli) printReport(r *sandbox.Report) {
 	fmt.Fprintf(w, "\ntools (%d):\n", len(r.Tools))
 	for _, t := range r.Tools {
 		fmt.Fprintf(w, "\n  %s — %s\n", t.Name, firstLine(t.Description, 100))
-		schema, _ := json.MarshalIndent(t.InputSchema, "    ", "  ")
-		fmt.Fprintf(w, "    input schema: %s\n", schema)
+		if t.Title != "" {
+			fmt.Fprintf(w, "    title: %s\n", t.Title)
+		}
+		if a := annotationsText(t.Annotations); a != "" {
+			fmt.Fprintf(w, "    annotations: %s\n", a)
+		}
+		fmt.Fprintf(w, "    input schema: %s\n", indentJSON(t.InputSchema, "    "))
 		if t.OutputSchema != nil {
-			schema, _ := json.MarshalIndent(t.OutputSchema, "    ", "  ")
-			fmt.Fprintf(w, "    output schema: %s\n", schema)
+			fmt.Fprintf(w, "    output schema: %s\n", indentJSON(t.OutputSchema, "    "))
 		}
 	}
 	fmt.Fprintf(w, "\nimported functions:\n")

@@ -5,7 +5,7 @@
 //
 // Exit status: 0 success; 1 the tool ran and returned an error result; 2 a
 // usage or configuration error; 3 the call could not be made (unknown tool,
-// backend unavailable, timeout, ...).
+// backend unavailable, timeout, ...); 4 the policy or a profile denied it.
 package main
 
 import (

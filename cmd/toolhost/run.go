@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // Exit codes.
@@ -43,10 +45,11 @@ const usage = `Usage: toolhost [--config PATH] [--log-level LEVEL] COMMAND [flag
 Commands:
   tools [--profile NAME] [--json]
                                  list the catalogue of tools (as the policy, or a profile, allows)
-  call NAME [--args JSON] [--profile NAME] [--json]
-                                 call a tool and print its result
+  call NAME [--args JSON|@FILE|-] [--profile NAME] [--json]
+                                 call a tool and print its result ('toolhost call --help')
   status [--json] [--watch D]    start every backend and show its state (every D until interrupted)
-  check [--profile NAME]         validate the configuration and show what would load;
+  check [--profile NAME]         validate the configuration (also: plugin files and their declared
+                                 memory, server commands in PATH) and show what would load;
                                  with --profile, start the backends and show the profile's
                                  catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
@@ -67,9 +70,10 @@ Global flags (before or after the command):
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
   --log-level LEVEL trace, debug, info, warn (default), error or off; logs go to stderr
 
-Exit status: 0 ok, 1 tool returned an error result (also: invalid arguments), 2 usage or
-configuration error (also: unknown profile), 3 call failed (unknown tool, backend unavailable,
-timeout), 4 call denied by the policy or the profile (also: a prompt or resource).
+Exit status: 0 ok, 1 tool returned an error result (also: arguments that do not match its
+inputSchema), 2 usage or configuration error (also: --args not a JSON object, unknown profile),
+3 call failed (unknown tool, backend unavailable, timeout; for tools: no backend is ready),
+4 call denied by the policy or the profile (also: a prompt or resource).
 `
 
 type cli struct {
@@ -248,9 +252,13 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 			c.logger.Warn("close", "error", err)
 		}
 	}()
-	for _, st := range h.Status() {
-		if st.State == host.StateFailed || st.State == host.StateRestarting {
-			fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, st.LastError)
+	// The host logs each start failure at Error level; say it here only
+	// when --log-level hides that, so that it is printed once.
+	if !c.logger.IsError() {
+		for _, st := range h.Status() {
+			if st.State == host.StateFailed || st.State == host.StateRestarting {
+				fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, st.LastError)
+			}
 		}
 	}
 	return f(ctx, h)
@@ -304,6 +312,10 @@ func (c *cli) tools(args []string) int {
 				fmt.Fprintf(c.stderr, "toolhost: backend %s is still %s; its tools are not listed\n", st.Name, st.State)
 			}
 		}
+		if st := h.Status(); len(st) > 0 && !anyReady(st) {
+			fmt.Fprintf(c.stderr, "toolhost: no tools: none of the %d backends is ready (their errors are logged above); run 'toolhost status' for their state\n", len(st))
+			return exitCallError
+		}
 		if *asJSON {
 			type jsonTool struct {
 				Name         string               `json:"name"`
@@ -331,6 +343,16 @@ func (c *cli) tools(args []string) int {
 	})
 }
 
+// anyReady reports whether a backend of st is ready.
+func anyReady(st []host.BackendStatus) bool {
+	for _, s := range st {
+		if s.State == host.StateReady {
+			return true
+		}
+	}
+	return false
+}
+
 func firstLine(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -344,6 +366,7 @@ func firstLine(s string, n int) string {
 
 func (c *cli) printJSON(v any) int {
 	enc := json.NewEncoder(c.stdout)
+	enc.SetEscapeHTML(false) // "->" stays "->": the output is not HTML
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
@@ -352,18 +375,90 @@ func (c *cli) printJSON(v any) int {
 	return exitOK
 }
 
+// stdin is what --args - reads; a variable so that tests can replace it.
+var stdin io.Reader = os.Stdin
+
+// maxArgsBytes bounds the arguments read by --args @FILE and --args -.
+const maxArgsBytes = 64 << 20
+
+const callUsage = `Usage: toolhost call NAME [--args JSON | --args @FILE | --args -] [--profile NAME] [--json]
+
+Call the tool NAME (a name from 'toolhost tools') and print its result: its text content, or its
+structured content as indented JSON when it has no text.
+
+  --args JSON     the arguments: a JSON object (default {})
+  --args @FILE    read the arguments from FILE (for inputs too large for the command line)
+  --args -        read the arguments from stdin
+  --profile NAME  call through the profile [profiles.NAME] (default: the [policy] alone)
+  --json          print the whole MCP result as JSON
+
+Exit status: 0 ok; 1 the tool returned an error result (also: arguments that do not match the
+tool's inputSchema); 2 usage or configuration error (also: --args not a JSON object, unknown
+profile); 3 the call could not be made (unknown tool, backend unavailable, timeout); 4 the policy
+or the profile denied the call.
+`
+
+// helpOr handles a subcommand's flag error: for -h or --help it prints
+// text to stdout and returns exitOK; otherwise a usage error.
+func (c *cli) helpOr(err error, text, short string) int {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(c.stdout, text)
+		return exitOK
+	}
+	return c.usageError(short)
+}
+
+// readArgs returns the text of --args: JSON as given, @FILE's content, or
+// stdin's for "-" (at most maxArgsBytes). It must be a JSON object.
+func readArgs(v string) ([]byte, error) {
+	var b []byte
+	switch {
+	case v == "-" || strings.HasPrefix(v, "@"):
+		r, what := stdin, "stdin"
+		if v != "-" {
+			f, err := os.Open(v[1:])
+			if err != nil {
+				return nil, fmt.Errorf("--args %s: %w", v, err)
+			}
+			defer f.Close()
+			r, what = f, v[1:]
+		}
+		var err error
+		if b, err = io.ReadAll(io.LimitReader(r, maxArgsBytes+1)); err != nil {
+			return nil, fmt.Errorf("--args %s: reading %s: %w", v, what, err)
+		}
+		if len(b) > maxArgsBytes {
+			return nil, fmt.Errorf("--args %s: %s holds more than %d MiB of arguments", v, what, maxArgsBytes>>20)
+		}
+	default:
+		b = []byte(v)
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("--args is not valid JSON: %s", firstLine(string(b), 200))
+	}
+	if t := bytes.TrimSpace(b); t[0] != '{' {
+		return nil, fmt.Errorf(`--args must be a JSON object, like '{"key":"value"}': got %s`, firstLine(string(t), 200))
+	}
+	return b, nil
+}
+
 func (c *cli) call(args []string) int {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	argJSON := fs.String("args", "{}", "")
 	asJSON := fs.Bool("json", false, "")
 	profile := fs.String("profile", "", "")
+	short := `usage: toolhost call NAME [--args JSON | --args @FILE | --args -] [--profile NAME] [--json]`
 	pos, err := parse(fs, args)
-	if err != nil || len(pos) != 1 {
-		return c.usageError(`usage: toolhost call NAME [--args '{"key":"value"}'] [--profile NAME] [--json]`)
+	if err != nil {
+		return c.helpOr(err, callUsage, short)
+	}
+	if len(pos) != 1 {
+		return c.usageError(short)
 	}
 	name := pos[0]
-	if !json.Valid([]byte(*argJSON)) {
-		return c.usageError(fmt.Sprintf("--args is not valid JSON: %s", *argJSON))
+	argText, err := readArgs(*argJSON)
+	if err != nil {
+		return c.usageError(err.Error())
 	}
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		v, code := c.view(h, *profile)
@@ -377,16 +472,23 @@ func (c *cli) call(args []string) int {
 			bar = &progressBar{w: c.stderr}
 			callCtx = host.WithProgress(ctx, bar.update)
 		}
-		res, err := v.CallTool(callCtx, name, json.RawMessage(*argJSON))
+		res, err := v.CallTool(callCtx, name, json.RawMessage(argText))
 		if bar != nil {
 			bar.clear()
 		}
 		if errors.Is(err, host.ErrToolNotAllowed) {
 			fmt.Fprintf(c.stderr, "toolhost: call denied: %v\n", err)
+			fmt.Fprintf(c.stderr, "Run 'toolhost tools%s' to list the tools you may call.\n", profileFlag(*profile))
 			return exitDenied
 		}
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: call failed: %v\n", err)
+			switch {
+			case errors.Is(err, host.ErrUnknownTool):
+				fmt.Fprintf(c.stderr, "Run 'toolhost tools%s' to list the tools you may call.\n", profileFlag(*profile))
+			case errors.Is(err, host.ErrBackendUnavailable), errors.Is(err, host.ErrRequiredBackend):
+				fmt.Fprintf(c.stderr, "Run 'toolhost status' for the state of every backend.\n")
+			}
 			return exitCallError
 		}
 		c.logger.Debug("call done", "tool", name, "elapsed", time.Since(start))
@@ -403,6 +505,14 @@ func (c *cli) call(args []string) int {
 		}
 		return exitOK
 	})
+}
+
+// profileFlag is " --profile NAME" for a profile, else "".
+func profileFlag(profile string) string {
+	if profile == "" {
+		return ""
+	}
+	return " --profile " + profile
 }
 
 // printResult writes a result for a person: text as is, structured content
@@ -534,6 +644,12 @@ func (c *cli) check(args []string) int {
 		if _, ok := cfg.Profiles[*profile]; !ok {
 			return c.usageError(fmt.Sprintf("no profile %q in %s: the profiles are its [profiles.NAME] tables", *profile, cfg.Path))
 		}
+	}
+	// What Load leaves alone: files, commands, module memory. Nothing is
+	// started.
+	if err := cfg.Check(&config.CheckOptions{Module: sandbox.CheckModule}); err != nil {
+		fmt.Fprintf(c.stderr, "toolhost: invalid configuration:\n%v\n", err)
+		return exitUsage
 	}
 	fmt.Fprintf(c.stdout, "configuration %s is valid\n", cfg.Path)
 	fmt.Fprintf(c.stdout, "call timeout: %s\n", cfg.Host.CallTimeout)

@@ -79,7 +79,18 @@ type Output struct {
 // arguments is encoded with encoding/json, except that a json.RawMessage,
 // []byte or string is used as the JSON text itself; nil sends no arguments.
 // The error is non-nil only when the export failed (unknown tool, malformed
-// input, registration problem); a tool error is Output.IsError.
+// input, registration problem) or, as from the host, when arguments is not
+// a JSON object; a tool error is Output.IsError.
+//
+// Like the host, CallTool first applies the tool's inputSchema to the
+// arguments: arguments that do not conform give the host's tool error
+// result ({"isError":true}, Text "invalid arguments for NAME: FIELD: WHY"),
+// and the handler is not called, so a test sees what a model would. See
+// checkArguments for the keywords checked (the host checks every JSON
+// Schema 2020-12 keyword). Neither fills in a schema's "default"s: a
+// missing property is absent from Call.Arguments. To reach a handler with
+// arguments the host would refuse (to test Bind itself), use
+// Invoke("call_tool", ...).
 func CallTool(name string, arguments any) (*Output, error) {
 	var args json.RawMessage
 	switch a := arguments.(type) {
@@ -100,6 +111,27 @@ func CallTool(name string, arguments any) (*Output, error) {
 	req := map[string]any{"name": name}
 	if args != nil {
 		req["arguments"] = args
+	}
+	if t := bytes.TrimSpace(args); len(t) > 0 && (t[0] != '{' || !json.Valid(t)) {
+		return nil, fmt.Errorf("invalid tool arguments: not a JSON object: %.200s", t)
+	}
+	if schema := inputSchema(name); schema != nil {
+		check := args
+		if check == nil {
+			check = json.RawMessage("{}")
+		}
+		if msg := checkArguments(name, schema, check); msg != "" {
+			type text struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			c, _ := json.Marshal(text{"text", msg})
+			raw, _ := json.Marshal(struct {
+				Content []json.RawMessage `json:"content"`
+				IsError bool              `json:"isError"`
+			}{[]json.RawMessage{c}, true})
+			return &Output{IsError: true, Text: msg, Content: []json.RawMessage{c}, Raw: raw}, nil
+		}
 	}
 	in, err := json.Marshal(map[string]any{"request": req, "context": map[string]any{"id": "pdktest"}})
 	if err != nil {
@@ -130,6 +162,29 @@ func CallTool(name string, arguments any) (*Output, error) {
 	}
 	o.Text = strings.Join(texts, "\n")
 	return o, nil
+}
+
+// inputSchema returns tool name's inputSchema from list_tools, or nil.
+func inputSchema(name string) json.RawMessage {
+	out, err := ListTools()
+	if err != nil {
+		return nil
+	}
+	var l struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(out, &l) != nil {
+		return nil
+	}
+	for _, t := range l.Tools {
+		if t.Name == name {
+			return t.InputSchema
+		}
+	}
+	return nil
 }
 
 // SetConfig replaces the configuration pdk.Config sees.
