@@ -35,22 +35,12 @@ func (c *cli) failed(what string, err error) int {
 }
 
 func (c *cli) prompts(args []string) int {
-	fs := flag.NewFlagSet("prompts", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "")
-	profile := fs.String("profile", "", "")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return c.usageError("usage: toolhost prompts [--profile NAME] [--json]")
-	}
-	return c.withHost(func(ctx context.Context, h *host.Host) int {
-		v, code := c.view(h, *profile)
-		if v == nil {
-			return code
-		}
+	return c.listing("prompts", args, func(ctx context.Context, _ *host.Host, v catalogue, asJSON bool) int {
 		ps, err := v.Prompts(ctx)
 		if err != nil {
 			return c.failed("prompts/list", err)
 		}
-		if *asJSON {
+		if asJSON {
 			type jsonPrompt struct {
 				*mcp.Prompt
 				Backend       string `json:"backend"`
@@ -114,22 +104,12 @@ func (c *cli) prompt(args []string) int {
 }
 
 func (c *cli) resources(args []string) int {
-	fs := flag.NewFlagSet("resources", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "")
-	profile := fs.String("profile", "", "")
-	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return c.usageError("usage: toolhost resources [--profile NAME] [--json]")
-	}
-	return c.withHost(func(ctx context.Context, h *host.Host) int {
-		v, code := c.view(h, *profile)
-		if v == nil {
-			return code
-		}
+	return c.listing("resources", args, func(ctx context.Context, _ *host.Host, v catalogue, asJSON bool) int {
 		rs, err := v.Resources(ctx)
 		if err != nil {
 			return c.failed("resources/list", err)
 		}
-		if *asJSON {
+		if asJSON {
 			type jsonResource struct {
 				*mcp.Resource
 				Backend string `json:"backend"`

@@ -288,18 +288,27 @@ func (c *cli) view(h *host.Host, profile string) (catalogue, int) {
 	return v, exitOK
 }
 
-func (c *cli) tools(args []string) int {
-	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+// listing runs a listing command (tools, prompts, resources): it takes
+// --profile NAME and --json and no positional argument, and runs f on the
+// view of the profile.
+func (c *cli) listing(name string, args []string, f func(ctx context.Context, h *host.Host, v catalogue, asJSON bool) int) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "")
 	profile := fs.String("profile", "", "")
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
-		return c.usageError("usage: toolhost tools [--profile NAME] [--json]")
+		return c.usageError("usage: toolhost " + name + " [--profile NAME] [--json]")
 	}
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		v, code := c.view(h, *profile)
 		if v == nil {
 			return code
 		}
+		return f(ctx, h, v, *asJSON)
+	})
+}
+
+func (c *cli) tools(args []string) int {
+	return c.listing("tools", args, func(ctx context.Context, h *host.Host, v catalogue, asJSON bool) int {
 		tools, err := v.Tools(ctx)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
@@ -316,7 +325,7 @@ func (c *cli) tools(args []string) int {
 			fmt.Fprintf(c.stderr, "toolhost: no tools: none of the %d backends is ready (their errors are logged above); run 'toolhost status' for their state\n", len(st))
 			return exitCallError
 		}
-		if *asJSON {
+		if asJSON {
 			type jsonTool struct {
 				Name         string               `json:"name"`
 				Backend      string               `json:"backend"`
