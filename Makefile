@@ -7,7 +7,7 @@ WASMENV  := GOOS=wasip1 GOARCH=wasm
 # Keep npx's downloads in one cache so repeated runs start fast.
 export npm_config_cache ?= $(HOME)/.npm
 
-.PHONY: all build run test tsclient bench stress stress-rss lint plugins fixtures clean tidy
+.PHONY: all build run test tsclient bench stress stress-rss stress-serve conformance lint plugins fixtures clean tidy
 
 all: build plugins
 
@@ -92,6 +92,13 @@ stress: build plugins
 stress-rss: build plugins
 	$(GO) test -count=1 -v -timeout 10m -run '^TestStress$$' ./host -stress 60s -stress-kill 10s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
+
+## conformance: the official MCP conformance suite's server scenarios (pinned)
+## against toolhost serve fronting the go-sdk everything-server, and against
+## that server directly, in sessions and stateless; prints the four totals.
+## Installs Node 22 under bin/node22 when node is older.
+conformance:
+	testdata/conformance/run.sh
 
 ## bench: benchmarks side by side in one run (medians over -count runs), then
 ## each comparison as a benchstat table: every column against the first.
