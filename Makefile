@@ -81,6 +81,9 @@ test: build plugins
 	@# The load test's short form: 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStress$$' ./host -stress 8s -stress-kill 2s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
+	@# The gateway's load test's short form: 50 HTTP clients for 8s, a backend killed every 2s.
+	$(GO) test -race -count=1 -v -run '^TestStressServe$$' ./host/gateway -stress 8s -stress-kill 2s > $(BIN)/stress-serve.out 2>&1; \
+	  rc=$$?; grep -E '^(stress-serve:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress-serve.out; exit $$rc
 
 ## stress: 50 callers for 60s over Wasm and stdio tools, one backend killed
 ## every 10s (under -race); stress-rss: the same without -race, which also
@@ -99,6 +102,14 @@ stress-rss: build plugins
 ## Installs Node 22 under bin/node22 when node is older.
 conformance:
 	testdata/conformance/run.sh
+
+## stress-serve: 50 go-sdk HTTP clients for 60s through an in-process gateway
+## over Wasm and stdio tools, one backend killed every 10s; without -race, so
+## that it also checks that resident memory grows by less than 10% (make test
+## runs a short form under -race).
+stress-serve: build plugins
+	$(GO) test -count=1 -v -timeout 10m -run '^TestStressServe$$' ./host/gateway -stress 60s -stress-kill 10s > $(BIN)/stress-serve.out 2>&1; \
+	  rc=$$?; grep -E '^(stress-serve:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress-serve.out; exit $$rc
 
 ## bench: benchmarks side by side in one run (medians over -count runs), then
 ## each comparison as a benchstat table: every column against the first.

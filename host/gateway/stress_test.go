@@ -74,9 +74,8 @@ type serveCall struct {
 // of the timed load (after a warm-up, as in host's TestStress) and its end,
 // both taken with the clients idle.
 //
-//	go test -race -run TestStressServe ./host/gateway -stress 60s             # make stress-serve
+//	go test -run TestStressServe ./host/gateway -stress 60s                   # make stress-serve
 //	go test -race -run TestStressServe ./host/gateway -stress 8s -stress-kill 2s  # in make test
-//	go test -run TestStressServe ./host/gateway -stress 60s                   # make stress-serve-rss
 func TestStressServe(t *testing.T) {
 	if *stressFor == 0 {
 		t.Skip("set -stress DURATION to run (make stress-serve)")
@@ -248,7 +247,7 @@ func TestStressServe(t *testing.T) {
 	}
 	switch {
 	case raceEnabled:
-		t.Logf("RSS growth not checked under -race (its shadow memory grows by design); run make stress-serve-rss")
+		t.Logf("RSS growth not checked under -race (its shadow memory grows by design); run make stress-serve")
 	case growth > 10:
 		t.Errorf("RSS grew by %.1f%% (target: under 10%%)", growth)
 	}
