@@ -81,6 +81,8 @@ test: build plugins
 	@# The load test's short form: 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStress$$' ./host -stress 8s -stress-kill 2s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
+	@# The MCP conformance suite against toolhost serve and the server it fronts (about 10s).
+	GO=$(GO) testdata/conformance/run.sh
 	@# The gateway's load test's short form: 50 HTTP clients for 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStressServe$$' ./host/gateway -stress 8s -stress-kill 2s > $(BIN)/stress-serve.out 2>&1; \
 	  rc=$$?; grep -E '^(stress-serve:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress-serve.out; exit $$rc
@@ -101,7 +103,7 @@ stress-rss: build plugins
 ## that server directly, in sessions and stateless; prints the four totals.
 ## Installs Node 22 under bin/node22 when node is older.
 conformance:
-	testdata/conformance/run.sh
+	GO=$(GO) testdata/conformance/run.sh
 
 ## stress-serve: 50 go-sdk HTTP clients for 60s through an in-process gateway
 ## over Wasm and stdio tools, one backend killed every 10s; without -race, so
