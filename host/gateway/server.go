@@ -46,9 +46,9 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 
 // subscribe accepts resources/subscribe (MCP 2025-11-25 server/resources,
 // "Subscriptions") for a URI the profile serves now, and refuses any other
-// with -32002 (resource not found), so that a client cannot make the
-// gateway keep subscriptions to arbitrary URIs: at most one per served
-// resource and session. The go-sdk server keeps the subscription until
+// with mcp.ResourceNotFoundError (code -32602, invalid params, SEP-2164), so
+// that a client cannot make the gateway keep subscriptions to arbitrary
+// URIs: at most one per served resource and session. The go-sdk server keeps the subscription until
 // resources/unsubscribe or the end of the session. A subscriber receives
 // notifications/resources/updated when the resource as its backend lists it
 // changes (its size, MIME type, title...: what a resources/list_changed

@@ -15,7 +15,7 @@ import (
 // TestResourceSubscriptions: the gateway advertises resources.subscribe and
 // accepts resources/subscribe and resources/unsubscribe (the conformance
 // scenarios resources-subscribe and resources-unsubscribe); a URI it does
-// not serve is -32002; a subscriber hears notifications/resources/updated
+// not serve is -32602 (resource not found); a subscriber hears notifications/resources/updated
 // when the backend lists the resource differently, and an unsubscribed
 // client no longer does. The backend is a real go-sdk server over Streamable
 // HTTP on loopback.
@@ -58,8 +58,8 @@ func TestResourceSubscriptions(t *testing.T) {
 		t.Fatalf("capabilities %+v: want resources.subscribe", caps.Resources)
 	}
 	var rpcErr *jsonrpc.Error
-	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "up://nope"}); !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeResourceNotFound {
-		t.Fatalf("subscribe to an unserved URI: %v; want code %d", err, mcp.CodeResourceNotFound)
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "up://nope"}); !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("subscribe to an unserved URI: %v; want code %d", err, jsonrpc.CodeInvalidParams)
 	}
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "up://doc"}); err != nil {
 		t.Fatal(err)
