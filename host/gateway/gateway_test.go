@@ -44,7 +44,7 @@ const waitTimeout = 2 * time.Minute
 const testConfig = `
 [servers.fx]
 command = "@FIXTURE@"
-args    = ["-faults"]
+args    = ["-faults", "-progress"]
 startup_timeout = "5m"
 
 [policy]

@@ -199,6 +199,13 @@ func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 		if len(req.Params.Arguments) > 0 {
 			args = req.Params.Arguments
 		}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			// The client asked for progress: ask the backend too, and
+			// relay its reports under the client's token.
+			r := startProgressRelay(ctx, req.Session, tok)
+			ctx = host.WithProgress(ctx, r.report)
+			defer r.stop()
+		}
 		res, err := ps.view.CallTool(ctx, name, args)
 		if err != nil {
 			// A call that could not be made is a tool execution error
@@ -254,4 +261,49 @@ func (ps *profileServer) readResource(backend string) mcp.ResourceHandler {
 		ctx = host.WithClient(ctx, clientName(req.Extra))
 		return ps.view.ReadResource(ctx, backend, req.Params.URI)
 	}
+}
+
+// progressRelay sends a backend's progress reports to the gateway's client
+// (notifications/progress with the client's progressToken, MCP 2025-11-25
+// basic/utilities/progress) from a goroutine of its own: the host's
+// callback must not block, so reports queue (up to 16; a report that finds
+// the queue full is dropped, the next one supersedes it anyway).
+type progressRelay struct {
+	mu     sync.Mutex
+	queue  chan host.Progress
+	closed bool
+	done   chan struct{}
+}
+
+func startProgressRelay(ctx context.Context, ss *mcp.ServerSession, token any) *progressRelay {
+	r := &progressRelay{queue: make(chan host.Progress, 16), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for p := range r.queue {
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}()
+	return r
+}
+
+func (r *progressRelay) report(p host.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	select {
+	case r.queue <- p:
+	default:
+	}
+}
+
+// stop sends what is queued, so that every relayed report reaches the
+// client before the result, and ends the relay.
+func (r *progressRelay) stop() {
+	r.mu.Lock()
+	r.closed = true
+	close(r.queue)
+	r.mu.Unlock()
+	<-r.done
 }
