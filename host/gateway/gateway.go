@@ -269,11 +269,11 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 // with Options.Metrics, GET /metrics (Prometheus text format).
 func (g *Gateway) Handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(g.serverFor, &mcp.StreamableHTTPOptions{
-		Stateless:             g.serve.Stateless,
-		SessionTimeout:        g.serve.SessionTimeout.Std(),
-		CrossOriginProtection: http.NewCrossOriginProtection(),
+		Stateless:      g.serve.Stateless,
+		SessionTimeout: g.serve.SessionTimeout.Std(),
 	})
-	var h http.Handler = limitBody(g.calls.track(mcpHandler), int64(g.serve.MaxBody))
+	var h http.Handler = http.NewCrossOriginProtection().Handler(mcpHandler)
+	h = limitBody(g.calls.track(h), int64(g.serve.MaxBody))
 	if len(g.tokens) > 0 {
 		h = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolhost/toolhost/host"
@@ -62,7 +63,7 @@ func NewMetrics() *Metrics {
 		}, []string{"backend", "tool"}),
 	}
 	m.reg.MustRegister(m.invocations, m.latency, m.errors, m.retries, m.circuit,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), backendCollector{m})
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), backendCollector{m})
 	return m
 }
 

@@ -37,7 +37,13 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 	ps := &profileServer{profile: profile, view: view, calls: &g.calls,
 		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, served: map[string]bool{}}
 	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
-		HasTools: true, HasPrompts: true, HasResources: true,
+		// Declared even while the profile has none of a kind: they may
+		// come, announced by list_changed.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		},
 		SubscribeHandler:   ps.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
