@@ -3,8 +3,10 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // TestServerAsks: the fixture server (over stdio and over HTTP) elicits,
@@ -182,4 +185,83 @@ log_level = "notice"
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestEverythingAsks: the npm server-everything over stdio registers its
+// elicitation, sampling and roots tools only for a client that declares
+// those capabilities; through the host they work, and its simulated logging
+// reaches the backend's logger at log_level debug.
+func TestEverythingAsks(t *testing.T) {
+	testutil.NeedNpx(t)
+	var mu sync.Mutex
+	var asked []string
+	opts := &host.Options{
+		Elicit: func(ctx context.Context, req *host.ElicitationRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, "elicit:"+req.Backend+":"+req.Call.Tool)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada Lovelace"}}, nil
+		},
+		Sample: func(ctx context.Context, req *host.SamplingRequest) (*mcp.CreateMessageResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, "sample:"+req.Backend+":"+req.Call.Tool)
+			return &mcp.CreateMessageResult{Model: "stub-llm", Role: "assistant", Content: &mcp.TextContent{Text: "forty-two"}}, nil
+		},
+	}
+	h, logs := policyHost(t, `
+[host]
+roots = ["file:///work/project"]
+
+[servers.everything]
+command = "npx"
+args = [`+quoteArgs(append(append([]string{}, testutil.EverythingArgs...), "stdio"))+`]
+log_level = "debug"
+`, opts)
+	ctx := context.Background()
+	// The tools are registered after initialize; calls wait for them.
+	call := func(tool string, args any) string {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			res, err := h.CallTool(ctx, tool, args)
+			if err == nil {
+				return text(t, res)
+			}
+			if !errors.Is(err, host.ErrUnknownTool) || time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if got := call("everything__trigger-elicitation-request", nil); !strings.Contains(got, "Ada Lovelace") {
+		t.Errorf("elicitation: %s", got)
+	}
+	if got := call("everything__trigger-sampling-request", map[string]any{"prompt": "the answer?"}); !strings.Contains(got, "forty-two") || !strings.Contains(got, "stub-llm") {
+		t.Errorf("sampling: %s", got)
+	}
+	if got := call("everything__get-roots-list", nil); !strings.Contains(got, "file:///work/project") {
+		t.Errorf("roots: %s", got)
+	}
+	mu.Lock()
+	if want := "elicit:everything:everything__trigger-elicitation-request,sample:everything:everything__trigger-sampling-request"; strings.Join(asked, ",") != want {
+		t.Errorf("handlers saw %q, want %q", strings.Join(asked, ","), want)
+	}
+	mu.Unlock()
+	call("everything__toggle-simulated-logging", nil)
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(logs.String(), "host.everything: server log: level=") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no server log within a minute:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, ", ")
 }
