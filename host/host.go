@@ -8,6 +8,8 @@
 // to its tools fail with ErrBackendUnavailable.
 package host
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
+
 import (
 	"bytes"
 	"context"

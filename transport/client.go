@@ -1,5 +1,7 @@
 package transport
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
+
 import (
 	"context"
 	"encoding/json"
@@ -222,7 +224,6 @@ func (s *session) setLogLevel(ctx context.Context, logger hclog.Logger, level mc
 	if level == "" || s.caps().Logging == nil {
 		return
 	}
-	//lint:ignore SA1019 servers speaking older protocol versions still log
 	if err := s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 		logger.Warn("server refused logging/setLevel; its log level is its own", "level", level, "error", err)
 	}

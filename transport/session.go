@@ -1,5 +1,7 @@
 package transport
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
+
 import (
 	"context"
 	"errors"
@@ -65,18 +67,15 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 		ProgressNotificationHandler: progress.handle,
 		Capabilities:                caps,
 		ElicitationHandler:          elicit,
-		//lint:ignore SA1019 sampling is deprecated (SEP-2577) but servers still ask
-		CreateMessageHandler: sample,
-		Logger:               slog.New(slog.DiscardHandler),
+		CreateMessageHandler:        sample,
+		Logger:                      slog.New(slog.DiscardHandler),
 		// Logging is deprecated as of protocol version 2026-07-28 (SEP-2577)
 		// but servers still send notifications/message.
-		//lint:ignore SA1019 servers speaking older protocol versions still log
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			logServerMessage(logger, req.Params)
 		},
 	})
 	if len(copts.Roots) > 0 {
-		//lint:ignore SA1019 roots are deprecated (SEP-2577) but servers still ask
 		c.AddRoots(copts.Roots...)
 	}
 	return c

@@ -1,5 +1,7 @@
 package main
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
+
 import (
 	"bufio"
 	"context"

@@ -49,6 +49,8 @@
 // the process with status 9 when the (N+1)th tools/call arrives.
 package main
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
+
 import (
 	"bufio"
 	"context"
