@@ -189,12 +189,23 @@ log_level = "notice"
 	}
 }
 
-// TestEverythingAsks: the npm server-everything over stdio registers its
-// elicitation, sampling and roots tools only for a client that declares
-// those capabilities; through the host they work, and its simulated logging
-// reaches the backend's logger at log_level debug.
+// TestEverythingAsks: the npm server-everything, over stdio and over
+// Streamable HTTP, registers its elicitation, sampling and roots tools only
+// for a client that declares those capabilities; through the host they
+// work, and its simulated logging reaches the backend's logger at log_level
+// debug.
 func TestEverythingAsks(t *testing.T) {
 	testutil.NeedNpx(t)
+	t.Run("stdio", func(t *testing.T) {
+		everythingAsks(t, `command = "npx"
+args = [`+quoteArgs(append(append([]string{}, testutil.EverythingArgs...), "stdio"))+`]`)
+	})
+	t.Run("http", func(t *testing.T) {
+		everythingAsks(t, `url = "`+testutil.StartEverythingHTTP(t)+`"`)
+	})
+}
+
+func everythingAsks(t *testing.T, server string) {
 	var mu sync.Mutex
 	var asked []string
 	opts := &host.Options{
@@ -216,8 +227,7 @@ func TestEverythingAsks(t *testing.T) {
 roots = ["file:///work/project"]
 
 [servers.everything]
-command = "npx"
-args = [`+quoteArgs(append(append([]string{}, testutil.EverythingArgs...), "stdio"))+`]
+`+server+`
 log_level = "debug"
 `, opts)
 	ctx := context.Background()
