@@ -96,6 +96,13 @@ type Host struct {
 	AuditRedact []string `toml:"audit_redact"`
 	// AuditRedactRE is AuditRedact compiled.
 	AuditRedactRE []*regexp.Regexp `toml:"-" json:"-"`
+
+	// Roots are the roots offered to every MCP server that asks (key
+	// roots; MCP 2025-11-25, client/roots): file:// URIs of absolute
+	// paths, such as "file:///work". A server's own roots replace them.
+	// Empty (the default): the roots capability is not declared, unless
+	// the embedder sets host.Options.Roots.
+	Roots []string `toml:"roots"`
 }
 
 // Server is one [servers.NAME] table: an external MCP server reached over
@@ -132,6 +139,17 @@ type Server struct {
 
 	// Timeout overrides [host] call_timeout for this server's calls.
 	Timeout Duration `toml:"timeout"`
+
+	// LogLevel is sent to the server with logging/setLevel after every
+	// initialize when it declares the logging capability (key log_level):
+	// debug, info, notice, warning, error, critical, alert or emergency.
+	// The server's notifications/message go to its logger at the
+	// matching level either way. Empty (the default): nothing is sent.
+	LogLevel string `toml:"log_level"`
+
+	// Roots replace [host] roots for this server (key roots; same form).
+	// An empty list offers none.
+	Roots []string `toml:"roots"`
 
 	// Prefix is prepended to the server's tool names in the catalogue. Nil
 	// means the default "NAME__"; an empty string means no prefix.

@@ -52,6 +52,7 @@ func (l *loader) validate(cfg *Config) {
 		h.AuditLog = resolvePath(l.dir, h.AuditLog)
 	}
 	l.compileRedact(h)
+	l.roots(toml.Key{"host", "roots"}, h.Roots)
 
 	// Names: unique across servers and plugins, reported on the later one.
 	type backend struct {
@@ -161,6 +162,10 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 	if (l.isSet(k("max_output")) && s.MaxOutput == 0) || s.MaxOutput < 0 {
 		l.errorf(k("max_output"), "must be greater than 0: remove the key for the default (4MiB)")
 	}
+	if s.LogLevel != "" && !slices.Contains(LogLevels, s.LogLevel) {
+		l.errorf(k("log_level"), "%q is not an MCP log level: use one of %s", s.LogLevel, strings.Join(LogLevels, ", "))
+	}
+	l.roots(k("roots"), s.Roots)
 	s.ToolRules, s.DenyToolRules = l.backendTools(key, s.Tools, s.DenyTools)
 	l.validateSupervision(&s.Supervision, key, s.IsStdio())
 }
@@ -355,4 +360,23 @@ func resolvePath(dir, p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(dir, p)
+}
+
+// LogLevels are the MCP log levels (RFC 5424 severities, MCP 2025-11-25,
+// server/utilities/logging), least severe first: what log_level accepts.
+var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// roots checks a roots list: each a file:// URI of an absolute path, once.
+func (l *loader) roots(key toml.Key, roots []string) {
+	seen := map[string]bool{}
+	for i, r := range roots {
+		u, err := url.Parse(r)
+		switch {
+		case err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "":
+			l.errorf(key, "element %d %q is not a file:// URI of an absolute path: write it like \"file:///work\"", i+1, r)
+		case seen[r]:
+			l.errorf(key, "element %d %q is listed twice: remove one", i+1, r)
+		}
+		seen[r] = true
+	}
 }

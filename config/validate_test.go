@@ -165,3 +165,42 @@ deny_resources = ["*:file:///docs/secret/**"]
 		t.Errorf("err = %v; want %s", err, want)
 	}
 }
+
+func TestLogLevelAndRoots(t *testing.T) {
+	good := `
+[host]
+roots = ["file:///work", "file://localhost/data"]
+[servers.a]
+command = "x"
+log_level = "notice"
+roots = []
+`
+	cfg, err := config.Parse([]byte(good), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Servers["a"].LogLevel != "notice" || cfg.Servers["a"].Roots == nil || len(cfg.Host.Roots) != 2 {
+		t.Errorf("%+v %+v", cfg.Host, cfg.Servers["a"])
+	}
+	bad := `
+[host]
+roots = ["/work", "file:///a", "file:///a", "http://x/y", "file://other/z"]
+[servers.a]
+command = "x"
+log_level = "verbose"
+roots = ["file:relative"]
+`
+	_, err = config.Parse([]byte(bad), nil)
+	for _, want := range []string{
+		`element 1 "/work" is not a file:// URI`,
+		`element 3 "file:///a" is listed twice`,
+		`element 4 "http://x/y" is not`,
+		`element 5 "file://other/z" is not`,
+		`log_level: "verbose" is not an MCP log level: use one of debug, info, notice, warning, error, critical, alert, emergency`,
+		`roots: element 1 "file:relative" is not`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
+	}
+}

@@ -48,8 +48,11 @@ type AuditRecord struct {
 	// without WithClient. Never a token.
 	Client string `json:"client,omitempty"`
 	// Op is the MCP operation when it is not a tool call: "prompts/get"
-	// (Prompt names the prompt) or "resources/read" (URI names the
-	// resource). Empty for tools/call, whose record names the Tool.
+	// (Prompt names the prompt), "resources/read" (URI names the
+	// resource), or a request a server made of the host: OpElicit or
+	// OpSample (Backend names the server, Tool, Profile and Client the
+	// call it was made for, when known; see Options.Elicit). Empty for
+	// tools/call, whose record names the Tool.
 	Op      string `json:"op,omitempty"`
 	Tool    string `json:"tool,omitempty"`    // catalogue name as called
 	Prompt  string `json:"prompt,omitempty"`  // catalogue name of the prompt
@@ -237,6 +240,10 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 	} else {
 		b = append(b, `,"op":`...)
 		b = appendString(b, r.Op)
+		if r.Tool != "" {
+			b = append(b, `,"tool":`...)
+			b = appendString(b, r.Tool)
+		}
 		if r.Prompt != "" {
 			b = append(b, `,"prompt":`...)
 			b = appendString(b, r.Prompt)

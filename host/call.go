@@ -141,6 +141,11 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 		ctx, cancel = context.WithTimeout(ctx, e.b.timeout)
 		defer cancel()
 	}
+	if e.b.kind != KindPlugin && (h.opts.Elicit != nil || h.opts.Sample != nil) {
+		// A server's elicitation or sampling request during the call
+		// names it.
+		ctx = withCall(ctx, &CallInfo{Tool: name, Profile: profile, Client: clientOf(ctx)})
+	}
 	var size, retries int
 	res, size, retries, err = h.invoke(ctx, e, name, raw, e.b.maxOutput > 0 || rec != nil)
 	if rec != nil {

@@ -8,6 +8,8 @@
 // to its tools fail with ErrBackendUnavailable.
 package host
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
+
 import (
 	"bytes"
 	"context"
@@ -61,6 +63,32 @@ type Options struct {
 	// Events, when set, receives every Event from the start of New on, as
 	// a Host.Subscribe callback does (in order, on a goroutine of its own).
 	Events func(Event)
+
+	// Elicit, when set, answers MCP servers' elicitation/create requests
+	// (the user is asked for input; MCP 2025-11-25, client/elicitation),
+	// and every server is told the host supports elicitation (form mode);
+	// nil (the default): the capability is not declared and servers'
+	// requests are refused. It runs while the server waits, in ctx: the
+	// context of the tool call the request belongs to (its values, and its
+	// deadline: the call's timeout bounds the answer) when req.Call is set,
+	// cancelled also when the server cancels. It must be safe for
+	// concurrent use. Its answer is the result the server gets (action
+	// "accept" with Content valid for the schema, "decline" or "cancel");
+	// an error is sent to the server as a JSON-RPC error. Every request is
+	// audited (Op OpElicit).
+	Elicit func(ctx context.Context, req *ElicitationRequest) (*mcp.ElicitResult, error)
+
+	// Sample, when set, answers MCP servers' sampling/createMessage
+	// requests (an LLM completion; MCP 2025-11-25, client/sampling) and
+	// the sampling capability is declared; as Elicit otherwise (audited
+	// with Op OpSample).
+	Sample func(ctx context.Context, req *SamplingRequest) (*mcp.CreateMessageResult, error)
+
+	// Roots are answered to MCP servers' roots/list (MCP 2025-11-25,
+	// client/roots) when the configuration has none for the server ([host]
+	// roots or its own roots win); the roots capability is declared only
+	// when a server has some.
+	Roots []*mcp.Root
 }
 
 // Kinds of backend, as reported in Status.
@@ -264,6 +292,7 @@ func (h *Host) build() error {
 		if b.maxOutput <= 0 {
 			b.maxOutput = config.DefaultMaxOutput
 		}
+		features := h.features(name, s)
 		if s.IsStdio() {
 			inherit := s.InheritEnv
 			if inherit == nil {
@@ -281,12 +310,12 @@ func (h *Host) build() error {
 			maxLine, strict := b.maxOutput+transport.ResponseEnvelope, s.StrictStdout
 			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
 				return transport.NewStdio(cmd, &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange,
-					MaxLineLength: maxLine, StrictStdout: strict})
+					MaxLineLength: maxLine, StrictStdout: strict, Features: features})
 			}
 		} else {
 			url, headers := s.URL, s.Headers
 			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
-				return transport.NewHTTP(url, &transport.HTTPOptions{Headers: headers, Logger: b.logger, OnListChanged: onChange})
+				return transport.NewHTTP(url, &transport.HTTPOptions{Headers: headers, Logger: b.logger, OnListChanged: onChange, Features: features})
 			}
 		}
 		h.add(b)

@@ -36,6 +36,10 @@ type HTTPOptions struct {
 	// notification the server sends on the session's SSE stream (it must
 	// not block).
 	OnListChanged func(ListKind)
+
+	// Features configures the client features offered to the server (log
+	// level, elicitation, sampling, roots), on every session. Nil: none.
+	Features *ClientOptions
 }
 
 // HTTP is a Transport to an MCP server over Streamable HTTP (MCP 2025-11-25,
@@ -56,6 +60,7 @@ type HTTP struct {
 	rt       *headerTransport
 	logger   hclog.Logger
 	onChange func(ListKind)
+	copts    *ClientOptions
 
 	mu        sync.Mutex
 	closed    bool
@@ -89,8 +94,8 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged}
-	h.ops = ops{do: h.do, progress: &progressRouter{}}
+	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features}
+	h.ops = ops{do: h.do, progress: &progressRouter{}, calls: &callSet{}}
 	return h
 }
 
@@ -170,11 +175,15 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 		// short so a dead server is reported rather than retried for long.
 		MaxRetries: 2,
 	}
-	cs, err := newClient(h.logger, h.onChange, h.progress).Connect(ctx, t, nil)
+	cs, err := newClient(h.logger, h.onChange, h.progress, h.copts, h.calls).Connect(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
-	return newSession(cs), nil
+	sess := newSession(cs)
+	if h.copts != nil {
+		sess.setLogLevel(ctx, h.logger, h.copts.LogLevel)
+	}
+	return sess, nil
 }
 
 // Connect opens a session: the initialize request and the initialized

@@ -1,5 +1,7 @@
 package transport
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
+
 import (
 	"context"
 	"errors"
@@ -19,9 +21,11 @@ var Version = "0.1.0"
 const ClientName = "toolhost"
 
 // newClient builds the go-sdk client used by both MCP transports. Server log
-// notifications (notifications/message) go to logger; list_changed
-// notifications to onChange, when set; progress notifications to progress.
-func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressRouter) *mcp.Client {
+// notifications (notifications/message) go to logger at their level;
+// list_changed notifications to onChange, when set; progress notifications
+// to progress. copts (nil: none) says which client capabilities to declare
+// and answers the server's requests; calls ties them to the call in flight.
+func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressRouter, copts *ClientOptions, calls *callSet) *mcp.Client {
 	var tools func(context.Context, *mcp.ToolListChangedRequest)
 	var prompts func(context.Context, *mcp.PromptListChangedRequest)
 	var resources func(context.Context, *mcp.ResourceListChangedRequest)
@@ -30,25 +34,51 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 		prompts = func(context.Context, *mcp.PromptListChangedRequest) { onChange(ListPrompts) }
 		resources = func(context.Context, *mcp.ResourceListChangedRequest) { onChange(ListResources) }
 	}
-	return mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
+	if copts == nil {
+		copts = &ClientOptions{}
+	}
+	// No capability unless the embedder supplies what answers it: a server
+	// must not be able to drive toolhost.
+	caps := &mcp.ClientCapabilities{}
+	var elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	if f := copts.Elicit; f != nil {
+		elicit = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			ctx, done := calls.inCall(ctx)
+			defer done()
+			return f(ctx, req)
+		}
+	}
+	var sample func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
+	if f := copts.Sample; f != nil {
+		sample = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			ctx, done := calls.inCall(ctx)
+			defer done()
+			return f(ctx, req)
+		}
+	}
+	if len(copts.Roots) > 0 {
+		caps.RootsV2 = &mcp.RootCapabilities{}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
 		ToolListChangedHandler:     tools,
 		PromptListChangedHandler:   prompts,
 		ResourceListChangedHandler: resources,
 		// notifications/progress go to the call that asked (WithProgress).
 		ProgressNotificationHandler: progress.handle,
-		// No roots, sampling or elicitation: toolhost is a tool host, not an
-		// end-user client, and must not let a server drive it.
-		Capabilities: &mcp.ClientCapabilities{},
-		Logger:       slog.New(slog.DiscardHandler),
+		Capabilities:                caps,
+		ElicitationHandler:          elicit,
+		CreateMessageHandler:        sample,
+		Logger:                      slog.New(slog.DiscardHandler),
 		// Logging is deprecated as of protocol version 2026-07-28 (SEP-2577)
-		// but servers still send notifications/message; they go to the debug
-		// log rather than being dropped.
-		//lint:ignore SA1019 servers speaking older protocol versions still log
+		// but servers still send notifications/message.
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			p := req.Params
-			logger.Debug("server log", "level", p.Level, "logger", p.Logger, "data", p.Data)
+			logServerMessage(logger, req.Params)
 		},
 	})
+	if len(copts.Roots) > 0 {
+		c.AddRoots(copts.Roots...)
+	}
+	return c
 }
 
 // session adds capability gating, pagination and error classification to a
@@ -162,6 +192,7 @@ func ctxError(ctx context.Context, op string) error {
 type ops struct {
 	do       func(ctx context.Context, op string, f func(*session) error) error
 	progress *progressRouter // the calls that asked for progress (WithProgress)
+	calls    *callSet        // the tools/call contexts in flight
 }
 
 // Ping implements Transport.
@@ -178,6 +209,8 @@ func (o ops) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
 // CallTool implements Transport. A ctx from WithProgress asks the server
 // for progress.
 func (o ops) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.CallToolResult, err error) {
+	ctx = context.WithValue(ctx, callKey{}, true)
+	defer o.calls.add(ctx)()
 	if f := progressFrom(ctx); f != nil && o.progress != nil {
 		token, done := o.progress.register(f)
 		defer done()

@@ -72,6 +72,10 @@ type StdioOptions struct {
 	// goroutine: it must not block) for each list_changed notification
 	// from the server.
 	OnListChanged func(ListKind)
+
+	// Features configures the client features offered to the server (log
+	// level, elicitation, sampling, roots). Nil: none.
+	Features *ClientOptions
 }
 
 const (
@@ -153,7 +157,7 @@ var _ Transport = (*Stdio)(nil)
 // Connect.
 func NewStdio(cmd Command, opts *StdioOptions) *Stdio {
 	s := &Stdio{cmd: cmd}
-	s.ops = ops{do: s.do, progress: &progressRouter{}}
+	s.ops = ops{do: s.do, progress: &progressRouter{}, calls: &callSet{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -304,14 +308,18 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		Writer:        inW,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
-	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress).Connect(ctx, conn, nil)
+	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, conn, nil)
 	if err != nil {
 		cause := s.fault(ctx, err)
 		s.Close()
 		return nil, fmt.Errorf("%w: %w", ErrInitialize, cause)
 	}
+	sess := newSession(cs)
+	if s.opts.Features != nil {
+		sess.setLogLevel(ctx, s.logger, s.opts.Features.LogLevel)
+	}
 	s.mu.Lock()
-	s.sess = newSession(cs)
+	s.sess = sess
 	s.connected = true
 	closed := s.closed
 	if !closed {

@@ -83,6 +83,7 @@ type cli struct {
 	configPath     string
 	logLevel       string
 	logger         hclog.Logger
+	serving        bool // toolhost serve: no elicitation on stdin
 }
 
 // run is the whole CLI: it parses args (without the program name), writes to
@@ -242,7 +243,13 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	c.cfg = cfg
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := host.New(ctx, cfg, &host.Options{Logger: c.logger, Audit: c.audit})
+	opts := &host.Options{Logger: c.logger, Audit: c.audit}
+	if !c.serving {
+		// Servers may ask the user for input; in serve mode stdin may be
+		// the protocol, so the capability is not declared there.
+		opts.Elicit = (&elicitor{stderr: c.stderr}).elicit
+	}
+	h, err := host.New(ctx, cfg, opts)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 		return exitUsage

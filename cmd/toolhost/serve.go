@@ -28,6 +28,7 @@ func (c *cli) serve(args []string) int {
 	}
 	metrics := gateway.NewMetrics()
 	c.audit = metrics.Record
+	c.serving = true
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		g, err := gateway.New(h, c.cfg, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics})
 		if err != nil {

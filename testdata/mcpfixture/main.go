@@ -25,6 +25,13 @@
 // "acked": true it waits for a call of progress_ack after each one, so a test
 // can see every report arrive before the result.
 //
+// -client adds tools that use the client's features: log (a
+// notifications/message at each MCP level, then a long one with control
+// characters), elicit, sample and roots (elicitation/create,
+// sampling/createMessage and roots/list, answering with what the client
+// said). Run it with -protocol 2025-11-25: from 2026-07-28 on, a server may
+// not send requests of its own while serving one.
+//
 // -http ADDR -stateless serves stateless Streamable HTTP (the 2026-07-28
 // era: no sessions, no ping); -protocol VERSION narrows the protocol
 // versions the server negotiates to one (e.g. 2025-06-18, where ping is the
@@ -42,9 +49,12 @@
 // the process with status 9 when the (N+1)th tools/call arrives.
 package main
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
+
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -102,6 +112,7 @@ var (
 	crashAfter = flag.Int("crash-after", 0, "exit with status 9 when tools/call number N+1 arrives (0: never)")
 	progress   = flag.Bool("progress", false, "add the tool progress (sends notifications/progress before it answers)")
 	stateless  = flag.Bool("stateless", false, "with -http: serve stateless Streamable HTTP (protocol 2026-07-28, no sessions)")
+	client     = flag.Bool("client", false, "add the tools log, elicit, sample and roots, which use the client's features (use with -protocol 2025-11-25)")
 	protocol   = flag.String("protocol", "", "negotiate only this protocol version (e.g. 2025-06-18); default: all the go-sdk speaks")
 
 	calls, cancelled atomic.Int64
@@ -223,6 +234,9 @@ func newServer() *mcp.Server {
 	}
 	if *faults {
 		addFaults(s)
+	}
+	if *client {
+		addClientTools(s)
 	}
 	if *progress {
 		mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress steps times (when asked to), then answer; with acked, wait for a progress_ack call after each report."},
@@ -380,3 +394,70 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// addClientTools adds tools that ask the client for something: log sends a
+// notifications/message at each MCP level; elicit, sample and roots send
+// elicitation/create, sampling/createMessage and roots/list, and answer
+// with what the client said.
+func addClientTools(s *mcp.Server) {
+	text := func(t string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t}}}
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Send one log notification at each MCP level (and a long one with control characters at error)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			for _, l := range []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
+				if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: "fixture", Data: "message at " + string(l)}); err != nil {
+					return nil, nil, err
+				}
+			}
+			evil := "forged\n[ERROR] line\x1b[31m" + strings.Repeat("x", 10000)
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Logger: "evil", Data: evil}); err != nil {
+				return nil, nil, err
+			}
+			return text("logged"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Description: "Ask the client for a name, an age and an api_token; answer with its action and content."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"name":      map[string]any{"type": "string", "description": "your name"},
+					"age":       map[string]any{"type": "integer"},
+					"api_token": map[string]any{"type": "string"},
+				},
+				"required": []any{"name"},
+			}})
+			if err != nil {
+				return nil, nil, err
+			}
+			b, _ := json.Marshal(res.Content)
+			return text(fmt.Sprintf("action=%s content=%s", res.Action, b)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "Ask the client's LLM to complete a prompt; answer with its model and text."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Prompt string `json:"prompt"`
+		}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 16,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}}})
+			if err != nil {
+				return nil, nil, err
+			}
+			t, _ := res.Content.(*mcp.TextContent)
+			if t == nil {
+				return nil, nil, fmt.Errorf("sampling result is not text")
+			}
+			return text(fmt.Sprintf("model=%s text=%s", res.Model, t.Text)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "List the client's roots; answer with their URIs, comma-separated."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return text(strings.Join(uris, ",")), nil, nil
+		})
+}
