@@ -55,7 +55,7 @@ func (h *Host) buildViews(tools map[string]entry, names []string) map[string]*vi
 	mk := func(name string, prof *config.Profile) {
 		v := &view{name: name, prof: prof, decisions: make(map[string]Decision, len(names))}
 		for _, n := range names {
-			d := Decide(&h.cfg.Policy, prof, n)
+			d := Decide(&h.config().Policy, prof, n)
 			v.decisions[n] = d
 			if d.Allowed {
 				v.names = append(v.names, n)
@@ -64,7 +64,7 @@ func (h *Host) buildViews(tools map[string]entry, names []string) map[string]*vi
 		views[name] = v
 	}
 	mk("", nil)
-	for n, p := range h.cfg.Profiles {
+	for n, p := range h.config().Profiles {
 		mk(n, p)
 	}
 	return views
@@ -93,10 +93,10 @@ func (h *Host) Profile(name string) (*View, error) {
 		return nil, ErrClosed
 	}
 	if !ok || name == "" {
-		return nil, fmt.Errorf("%w %q: the profiles are the [profiles.NAME] tables of the configuration (%d defined)", ErrUnknownProfile, name, len(h.cfg.Profiles))
+		return nil, fmt.Errorf("%w %q: the profiles are the [profiles.NAME] tables of the configuration (%d defined)", ErrUnknownProfile, name, len(h.config().Profiles))
 	}
-	for _, b := range h.cfg.Profiles[name].Recommends {
-		if ok, err := h.byName[b].ready(); !ok {
+	for _, b := range h.config().Profiles[name].Recommends {
+		if ok, err := h.named(b).ready(); !ok {
 			h.logger.Warn("profile recommends a backend that is not ready", "profile", name, "backend", b, "error", err)
 		}
 	}
