@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -462,5 +464,46 @@ func TestApplyWhileCalling(t *testing.T) {
 	close(errs)
 	if err := <-errs; err != nil {
 		t.Fatalf("a call to the kept backend failed during Apply: %v", err)
+	}
+}
+
+// TestApplyPlugins: Apply adds a plugin to a Host that had none (its Wasm
+// engine is made then), restarts it when its table changes and removes it,
+// leaving no goroutine behind.
+func TestApplyPlugins(t *testing.T) {
+	echo := wasmbuild.Build(t, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")
+	base := "[host]\ncache_dir = \"" + t.TempDir() + "\"\n\n[servers.fx]\ncommand = \"@FIXTURE@\"\nhealth_check = \"none\"\n"
+	h := newHost(t, base)
+	ignore := goleak.IgnoreCurrent()
+	ctx := context.Background()
+	for i, c := range []struct {
+		extra string
+		check func(host.ApplyReport) bool
+	}{
+		{"[plugins.echo]\npath = \"" + echo + "\"\n", func(r host.ApplyReport) bool { return slices.Equal(r.Added, []string{"echo"}) }},
+		{"[plugins.echo]\npath = \"" + echo + "\"\ninstances = 2\n", func(r host.ApplyReport) bool { return slices.Equal(r.Changed, []string{"echo"}) }},
+	} {
+		rep, err := h.Apply(ctx, parseFixtureConfig(t, base+c.extra))
+		if err != nil || !c.check(rep) {
+			t.Fatalf("step %d: %+v %v", i, rep, err)
+		}
+		if st := statusOf(h, "echo"); st.State != host.StateReady || st.Kind != host.KindPlugin {
+			t.Fatalf("step %d: echo %s (%s)", i, st.State, st.LastError)
+		}
+		if res, err := h.CallTool(ctx, "echo__echo", map[string]any{"text": "hi"}); err != nil || res.IsError {
+			t.Fatalf("step %d: echo__echo: %v %v", i, err, res)
+		}
+	}
+	rep, err := h.Apply(ctx, parseFixtureConfig(t, base))
+	if err != nil || !slices.Equal(rep.Removed, []string{"echo"}) {
+		t.Fatalf("removing the plugin: %+v %v", rep, err)
+	}
+	if _, err := h.CallTool(ctx, "echo__echo", nil); !errors.Is(err, host.ErrUnknownTool) {
+		t.Errorf("echo__echo after removal: %v", err)
+	}
+	// (The Wasm engine made for the plugin stays until Close: it holds the
+	// compilation cache, and has no goroutine of its own.)
+	if err := goleak.Find(ignore); err != nil {
+		t.Errorf("goroutines after removing the plugin: %v", err)
 	}
 }
