@@ -167,6 +167,10 @@ type ApplyReport struct {
 // EventCatalogue, and every stopped backend an EventState with
 // StateClosed and an error wrapping ErrBackendRemoved.
 //
+// cfg must be a Config of its own (from config.Load or config.Parse, or
+// built in Go), not the one in force changed in place: Apply compares the
+// two, and the Host keeps cfg and reads it from then on.
+//
 // cfg is validated first, as New does, and an invalid cfg changes nothing:
 // the error is the config.ErrorList. Other errors, with nothing changed:
 // ErrBackendExists (cfg names a backend added with Host.Add), ErrClosed, or
@@ -177,6 +181,9 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (ApplyReport, erro
 	var rep ApplyReport
 	if cfg == nil {
 		return rep, errors.New("host: Apply: nil configuration; pass one from config.Load or config.Parse")
+	}
+	if cfg == h.config() {
+		return rep, errors.New("host: Apply: cfg is the configuration in force; pass a new one (config.Load, config.Parse), not the same one changed")
 	}
 	if !cfg.Validated() {
 		if err := cfg.Validate(); err != nil {
@@ -625,4 +632,19 @@ func (b *backend) goneErr() error {
 		return fmt.Errorf("%w: backend %q: %w", ErrBackendUnavailable, b.name, err)
 	}
 	return ErrClosed
+}
+
+// profileRemoved is the error of a View whose profile Host.Apply removed.
+func profileRemoved(profile string) error {
+	return fmt.Errorf("%w %q: it is no longer in the configuration (Host.Apply removed it)", ErrUnknownProfile, profile)
+}
+
+// removedProfile is the profile of a View whose profile Host.Apply
+// removed: allow lists (tools, prompts, resources) whose one glob matches
+// no name, so it allows nothing.
+func removedProfile(profile string) *config.Profile {
+	none := func(key string) []config.Rule {
+		return []config.Rule{{Key: "profiles." + profile + "." + key + " (the profile was removed)"}}
+	}
+	return &config.Profile{Name: profile, AllowRules: none("allow"), PromptRules: none("prompts"), ResourceRules: none("resources")}
 }

@@ -507,3 +507,53 @@ func TestApplyPlugins(t *testing.T) {
 		t.Errorf("goroutines after removing the plugin: %v", err)
 	}
 }
+
+// TestApplyRemovesProfile: a View kept across an Apply that removes its
+// profile refuses everything (ErrUnknownProfile for tools; no prompt or
+// resource), and one whose profile changed follows the new profile.
+func TestApplyRemovesProfile(t *testing.T) {
+	const toml = `
+[servers.fx]
+command = "@FIXTURE@"
+
+[profiles.gone]
+allow = ["fx__*"]
+
+[profiles.narrow]
+allow = ["fx__echo", "fx__add"]
+`
+	h := newHost(t, toml)
+	ctx := context.Background()
+	goneView, err := h.Profile("gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow, err := h.Profile("narrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Apply(ctx, parseFixtureConfig(t, "[servers.fx]\ncommand = \"@FIXTURE@\"\n\n[profiles.narrow]\nallow = [\"fx__add\"]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := goneView.Tools(ctx); !errors.Is(err, host.ErrUnknownProfile) {
+		t.Errorf("Tools of a removed profile: %v, want ErrUnknownProfile", err)
+	}
+	if _, err := goneView.CallTool(ctx, "fx__echo", map[string]any{"text": "x"}); !errors.Is(err, host.ErrUnknownProfile) {
+		t.Errorf("CallTool of a removed profile: %v, want ErrUnknownProfile", err)
+	}
+	if ps, err := goneView.Prompts(ctx); err != nil || len(ps) != 0 {
+		t.Errorf("Prompts of a removed profile: %v %v, want none", ps, err)
+	}
+	if _, err := goneView.GetPrompt(ctx, "fx__greeting", map[string]string{"name": "x"}); err == nil {
+		t.Error("GetPrompt of a removed profile: nil error")
+	}
+	if _, err := goneView.ReadResource(ctx, "fx", "fixture://readme"); err == nil {
+		t.Error("ReadResource of a removed profile: nil error")
+	}
+	if got := toolNames(narrow.Tools(ctx)); !slices.Equal(got, []string{"fx__add"}) {
+		t.Errorf("the changed profile's tools: %v, want [fx__add]", got)
+	}
+	if _, err := narrow.CallTool(ctx, "fx__echo", map[string]any{"text": "x"}); !errors.Is(err, host.ErrToolNotAllowed) {
+		t.Errorf("fx__echo, no longer in the changed profile: %v", err)
+	}
+}

@@ -39,6 +39,9 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	h.mu.RLock()
 	vw := h.views[profile]
 	h.mu.RUnlock()
+	if vw == nil {
+		return nil, profileRemoved(profile)
+	}
 
 	var rec *AuditRecord
 	var start time.Time

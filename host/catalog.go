@@ -145,12 +145,16 @@ func (v *View) ReadResource(ctx context.Context, backend, uri string) (*mcp.Read
 	return v.h.readResource(ctx, v.name, backend, uri)
 }
 
-// profileOf returns the profile of a view name ("" and unknown: nil).
+// profileOf returns the profile of a view name ("": nil). A profile that
+// Host.Apply removed while a View of it was kept allows nothing.
 func (h *Host) profileOf(profile string) *config.Profile {
 	if profile == "" {
 		return nil
 	}
-	return h.config().Profiles[profile]
+	if p := h.config().Profiles[profile]; p != nil {
+		return p
+	}
+	return removedProfile(profile)
 }
 
 func (h *Host) prompts(ctx context.Context, profile string) ([]Prompt, error) {

@@ -423,6 +423,9 @@ func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
 		return nil, ErrClosed
 	}
 	vw := h.views[profile]
+	if vw == nil {
+		return nil, profileRemoved(profile)
+	}
 	out := make([]Tool, 0, len(vw.names))
 	for _, n := range vw.names {
 		e := h.tools[n]

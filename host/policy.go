@@ -134,6 +134,9 @@ func (h *Host) decisions(profile string) []ToolDecision {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	vw := h.views[profile]
+	if vw == nil {
+		return nil
+	}
 	var out []ToolDecision
 	for _, n := range h.names {
 		e := h.tools[n]
