@@ -224,8 +224,9 @@ func (h *Host) ToolOptionProblems() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	var out []string
-	for _, name := range sortedKeys(h.config().Tools) {
-		t := h.config().Tools[name]
+	tools := h.config().Tools
+	for _, name := range sortedKeys(tools) {
+		t := tools[name]
 		if _, ok := h.tools[name]; !ok {
 			out = append(out, fmt.Sprintf("[tools.%s] (line %d): no tool %q in the catalogue", name, t.Line, name))
 		}

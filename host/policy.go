@@ -92,10 +92,11 @@ func (h *Host) Profile(name string) (*View, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	if !ok || name == "" {
-		return nil, fmt.Errorf("%w %q: the profiles are the [profiles.NAME] tables of the configuration (%d defined)", ErrUnknownProfile, name, len(h.config().Profiles))
+	profiles := h.config().Profiles
+	if !ok || name == "" || profiles[name] == nil {
+		return nil, fmt.Errorf("%w %q: the profiles are the [profiles.NAME] tables of the configuration (%d defined)", ErrUnknownProfile, name, len(profiles))
 	}
-	for _, b := range h.config().Profiles[name].Recommends {
+	for _, b := range profiles[name].Recommends {
 		if ok, err := h.named(b).ready(); !ok {
 			h.logger.Warn("profile recommends a backend that is not ready", "profile", name, "backend", b, "error", err)
 		}
