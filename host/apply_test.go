@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
 	"github.com/toolhost/toolhost/config"
@@ -557,3 +558,53 @@ allow = ["fx__echo", "fx__add"]
 		t.Errorf("fx__echo, no longer in the changed profile: %v", err)
 	}
 }
+
+// TestCloseDuringApply: Close while Apply waits for a backend that never
+// finishes starting ends both, with its process gone.
+func TestCloseDuringApply(t *testing.T) {
+	const base = "[servers.a]\ncommand = \"@FIXTURE@\"\n"
+	// The hanging server's first stderr line, logged by the host, tells
+	// that it runs (a state event does not: it is starting from the first).
+	started := make(chan struct{})
+	var once sync.Once
+	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Info, Output: writerFunc(func(p []byte) (int, error) {
+		if strings.Contains(string(p), "host.hang") && strings.Contains(string(p), "mcpfixture: starting") {
+			once.Do(func() { close(started) })
+		}
+		t.Log(strings.TrimRight(string(p), "\n"))
+		return len(p), nil
+	})})
+	h, err := host.New(context.Background(), parseFixtureConfig(t, base), &host.Options{Logger: logger, TerminateGrace: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	done := make(chan error, 1)
+	next := parseFixtureConfig(t, base+"\n[servers.hang]\ncommand = \"@FIXTURE@\"\nargs = [\"-mode=hang\"]\nstartup_timeout = \"10m\"\n")
+	go func() {
+		_, err := h.Apply(context.Background(), next)
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the hanging server did not start within a minute")
+	}
+	pid := statusOf(h, "hang").Pid
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Apply ended by Close: %v", err)
+	}
+	if st := statusOf(h, "hang"); st.State != host.StateClosed {
+		t.Errorf("hang after Close: %s", st.State)
+	}
+	if pid != 0 {
+		gone(t, "hang", pid)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
