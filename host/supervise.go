@@ -887,7 +887,7 @@ const (
 // BackendStatus is a snapshot of one backend.
 type BackendStatus struct {
 	Name  string `json:"name"`
-	Kind  string `json:"kind"` // "stdio", "http" or "wasm"
+	Kind  string `json:"kind"` // "stdio", "http", "wasm" or "custom" (Host.Add)
 	State State  `json:"state"`
 	// Tools is the number of tools the backend offers (the list of its
 	// last start; 0 before its first).
