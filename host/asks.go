@@ -88,8 +88,8 @@ func (h *Host) features(name string, s *config.Server) *transport.ClientOptions 
 	switch {
 	case s.Roots != nil:
 		f.Roots = fileRoots(s.Roots)
-	case h.cfg.Host.Roots != nil:
-		f.Roots = fileRoots(h.cfg.Host.Roots)
+	case h.config().Host.Roots != nil:
+		f.Roots = fileRoots(h.config().Host.Roots)
 	default:
 		f.Roots = h.opts.Roots
 	}

@@ -39,6 +39,9 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	h.mu.RLock()
 	vw := h.views[profile]
 	h.mu.RUnlock()
+	if vw == nil {
+		return nil, profileRemoved(profile)
+	}
 
 	var rec *AuditRecord
 	var start time.Time
@@ -106,7 +109,7 @@ func (h *Host) callAs(ctx context.Context, profile, name string, args any, fallb
 	}
 	if vw.prof != nil {
 		for _, r := range vw.prof.Requires {
-			if down, lastErr := h.byName[r].down(); down {
+			if down, lastErr := h.named(r).down(); down {
 				return nil, fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready; try again once it is: %w", name, ErrRequiredBackend, profile, r, lastErr)
 			}
 		}

@@ -145,12 +145,16 @@ func (v *View) ReadResource(ctx context.Context, backend, uri string) (*mcp.Read
 	return v.h.readResource(ctx, v.name, backend, uri)
 }
 
-// profileOf returns the profile of a view name ("" and unknown: nil).
+// profileOf returns the profile of a view name ("": nil). A profile that
+// Host.Apply removed while a View of it was kept allows nothing.
 func (h *Host) profileOf(profile string) *config.Profile {
 	if profile == "" {
 		return nil
 	}
-	return h.cfg.Profiles[profile]
+	if p := h.config().Profiles[profile]; p != nil {
+		return p
+	}
+	return removedProfile(profile)
 }
 
 func (h *Host) prompts(ctx context.Context, profile string) ([]Prompt, error) {
@@ -170,7 +174,7 @@ func (h *Host) prompts(ctx context.Context, profile string) ([]Prompt, error) {
 		}
 		for _, p := range ps {
 			name := catalogueName(b.prefix, p.Name)
-			if !DecidePrompt(&h.cfg.Policy, prof, name).Allowed {
+			if !DecidePrompt(&h.config().Policy, prof, name).Allowed {
 				continue
 			}
 			cp := *p
@@ -198,7 +202,7 @@ func (h *Host) resources(ctx context.Context, profile string) ([]Resource, error
 			continue
 		}
 		for _, r := range rs {
-			if DecideResource(&h.cfg.Policy, prof, b.name, r.URI).Allowed {
+			if DecideResource(&h.config().Policy, prof, b.name, r.URI).Allowed {
 				out = append(out, Resource{Resource: r, Backend: b.name})
 			}
 		}
@@ -248,7 +252,7 @@ func (h *Host) required(profile, what string) error {
 		return nil
 	}
 	for _, r := range prof.Requires {
-		if down, lastErr := h.byName[r].down(); down {
+		if down, lastErr := h.named(r).down(); down {
 			return fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready (see toolhost status): %w", what, ErrRequiredBackend, profile, r, lastErr)
 		}
 	}
@@ -287,14 +291,14 @@ func (h *Host) getPrompt(ctx context.Context, profile, name string, args map[str
 	if found == nil {
 		return nil, fmt.Errorf("prompt %q: %w", name, ErrUnknownTool)
 	}
-	d := DecidePrompt(&h.cfg.Policy, h.profileOf(profile), name)
+	d := DecidePrompt(&h.config().Policy, h.profileOf(profile), name)
 	if err := decided(rec, d, found.Backend, &NotAllowedError{Kind: "prompt", Name: name, Profile: profile, Rule: d.Rule}); err != nil {
 		return nil, err
 	}
 	if err := h.required(profile, name); err != nil {
 		return nil, err
 	}
-	err = bounded(ctx, h.byName[found.Backend], func(ctx context.Context, tr transport.Transport) (err error) {
+	err = bounded(ctx, h.named(found.Backend), func(ctx context.Context, tr transport.Transport) (err error) {
 		res, err = tr.GetPrompt(ctx, &mcp.GetPromptParams{Name: found.BackendPrompt, Arguments: args})
 		return
 	})
@@ -313,11 +317,11 @@ func (h *Host) readResource(ctx context.Context, profile, backend, uri string) (
 	if h.isClosed() {
 		return nil, ErrClosed
 	}
-	b, ok := h.byName[backend]
-	if !ok {
+	b := h.named(backend)
+	if b == nil {
 		return nil, fmt.Errorf("%w: no backend %q", ErrBackendUnavailable, backend)
 	}
-	d := DecideResource(&h.cfg.Policy, h.profileOf(profile), backend, uri)
+	d := DecideResource(&h.config().Policy, h.profileOf(profile), backend, uri)
 	if err := decided(rec, d, backend, &NotAllowedError{Kind: "resource", Name: uri, Backend: backend, Profile: profile, Rule: d.Rule}); err != nil {
 		return nil, err
 	}

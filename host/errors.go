@@ -82,8 +82,9 @@ var (
 	// trial call is let through again.
 	ErrCircuitOpen = errors.New("circuit open")
 
-	// ErrUnknownBackend: Host.Restart was given a name that is not a
-	// [servers.NAME] or [plugins.NAME].
+	// ErrUnknownBackend: Host.Restart (CheckHealth, Enable, Disable,
+	// Remove) was given a name that is not a [servers.NAME] or
+	// [plugins.NAME], nor a backend added with Host.Add.
 	ErrUnknownBackend = errors.New("unknown backend")
 
 	// ErrUnhealthy is joined to a backend's last error when it was

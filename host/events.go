@@ -13,14 +13,19 @@ type EventKind string
 // Kinds of Event.
 const (
 	// EventState: a backend entered a new State (Event.State); Err is the
-	// reason for starting again, restarting and failed.
+	// reason for starting again, restarting and failed, and for closed and
+	// disabled by Host.Apply, Remove or Disable (ErrBackendRemoved,
+	// ErrBackendDisabled).
 	EventState EventKind = "state"
 	// EventHealth: a health check of a ready backend failed (Err), or the
 	// first check after failures passed again (Err nil).
 	EventHealth EventKind = "health"
 	// EventCatalogue: the catalogue changed: Added and Removed list the
 	// catalogue names (a backend started, was given up, or announced
-	// notifications/tools/list_changed).
+	// notifications/tools/list_changed; Host.Apply, Add, Remove, Enable
+	// or Disable changed the backends). After an Apply that changed
+	// [policy], [profiles] or [tools] one is emitted even when both lists
+	// are empty: what a view offers may have changed.
 	EventCatalogue EventKind = "catalogue"
 	// EventListChanged: a backend announced that its resources or prompts
 	// changed (List); Host.Resources and Host.Prompts list them afresh.

@@ -9,7 +9,7 @@ func DisableValidation(h *Host) { h.noValidate = true }
 // ToolBreakers returns the catalogue names of backend's per-tool circuit
 // breakers (created by a tool's first call).
 func ToolBreakers(h *Host, backend string) []string {
-	b := h.byName[backend]
+	b := h.named(backend)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var names []string

@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -30,6 +31,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -134,12 +136,12 @@ type entry struct {
 // Host serves one catalogue over many backends. Its methods are safe for
 // concurrent use.
 type Host struct {
-	cfg      *config.Config
-	opts     Options
-	logger   hclog.Logger
-	backends []*backend // sorted by name
-	byName   map[string]*backend
-	closers  []func() error // run by Close after the backends, in order
+	cur     atomic.Pointer[topology] // the configuration and backends in force; see apply.go
+	opts    Options
+	logger  hclog.Logger
+	closers []func() error // run by Close after the backends, in order
+
+	engine *sandbox.Engine // the plugins' engine, once there is one
 
 	audit *auditor
 	// noValidate turns argument and output validation off (benchmarks).
@@ -194,7 +196,8 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 			return nil, fmt.Errorf("host: invalid configuration: %w", err)
 		}
 	}
-	h := &Host{cfg: cfg, byName: map[string]*backend{}, stop: make(chan struct{})}
+	h := &Host{stop: make(chan struct{})}
+	h.cur.Store(&topology{cfg: cfg, byName: map[string]*backend{}})
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if opts != nil {
 		h.opts = *opts
@@ -220,11 +223,10 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	h.mu.Lock()
 	h.views = h.buildViews(nil, nil)
 	h.mu.Unlock()
-	for _, b := range h.backends {
-		h.wg.Add(1)
-		go h.supervise(b)
+	for _, b := range h.all() {
+		h.launch(b)
 	}
-	for _, b := range h.backends {
+	for _, b := range h.all() {
 		select {
 		case <-b.firstDone:
 		case <-ctx.Done():
@@ -250,8 +252,9 @@ func (h *Host) ToolOptionProblems() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	var out []string
-	for _, name := range sortedKeys(h.cfg.Tools) {
-		t := h.cfg.Tools[name]
+	tools := h.config().Tools
+	for _, name := range sortedKeys(tools) {
+		t := tools[name]
 		if _, ok := h.tools[name]; !ok {
 			out = append(out, fmt.Sprintf("[tools.%s] (line %d): no tool %q in the catalogue", name, t.Line, name))
 		}
@@ -266,8 +269,8 @@ func (h *Host) callTimeout(own config.Duration) time.Duration {
 	if own > 0 {
 		return own.Std()
 	}
-	if h.cfg.Host.CallTimeout > 0 {
-		return h.cfg.Host.CallTimeout.Std()
+	if h.config().Host.CallTimeout > 0 {
+		return h.config().Host.CallTimeout.Std()
 	}
 	return config.DefaultCallTimeout
 }
@@ -281,8 +284,8 @@ func prefixOf(name string, p *string) string {
 
 // build creates (but does not connect) every backend.
 func (h *Host) build() error {
-	for _, name := range sortedKeys(h.cfg.Servers) {
-		s := h.cfg.Servers[name]
+	for _, name := range sortedKeys(h.config().Servers) {
+		s := h.config().Servers[name]
 		kind := KindHTTP
 		if s.IsStdio() {
 			kind = KindStdio
@@ -302,7 +305,7 @@ func (h *Host) build() error {
 			if strings.Contains(command, "/") && !filepath.IsAbs(command) {
 				// A relative program path is relative to the configuration
 				// file, like every other path in it.
-				command = filepath.Join(h.cfg.Dir, command)
+				command = filepath.Join(h.config().Dir, command)
 			}
 			cmd := transport.Command{Path: command, Args: s.Args, Env: s.Env, InheritEnv: inherit, Dir: s.Cwd}
 			// A response line may carry a result up to max_output, plus its
@@ -320,18 +323,20 @@ func (h *Host) build() error {
 		}
 		h.add(b)
 	}
-	if len(h.cfg.Plugins) > 0 {
+	if len(h.config().Plugins) > 0 {
 		if err := h.buildPlugins(); err != nil {
 			return err
 		}
 	}
-	sort.Slice(h.backends, func(i, j int) bool { return h.backends[i].name < h.backends[j].name })
+	t := h.cur.Load()
+	sort.Slice(t.backends, func(i, j int) bool { return t.backends[i].name < t.backends[j].name })
 	return nil
 }
 
 func (h *Host) add(b *backend) {
-	h.backends = append(h.backends, b)
-	h.byName[b.name] = b
+	t := h.cur.Load()
+	t.backends = append(t.backends, b)
+	t.byName[b.name] = b
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -373,11 +378,11 @@ func (h *Host) rebuild(strict bool) error {
 	tools := map[string]entry{}
 	var excluded []Excluded
 	var errs []error
-	for _, b := range h.backends {
+	for _, b := range h.all() {
 		b.mu.Lock()
 		list, known, state := b.tools, b.known, b.state
 		b.mu.Unlock()
-		if !known || state == StateClosed {
+		if !known || state == StateClosed || state == StateDisabled {
 			continue
 		}
 		for _, t := range list {
@@ -415,7 +420,7 @@ func (h *Host) rebuild(strict bool) error {
 			}
 			cp := *t
 			cp.Name = name
-			tools[name] = entry{b: b, name: t.Name, tool: &cp, in: in, out: out, opts: h.cfg.Tools[name]}
+			tools[name] = entry{b: b, name: t.Name, tool: &cp, in: in, out: out, opts: h.config().Tools[name]}
 		}
 	}
 	if len(errs) > 0 && strict {
@@ -448,6 +453,9 @@ func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
 		return nil, ErrClosed
 	}
 	vw := h.views[profile]
+	if vw == nil {
+		return nil, profileRemoved(profile)
+	}
 	out := make([]Tool, 0, len(vw.names))
 	for _, n := range vw.names {
 		e := h.tools[n]
@@ -538,6 +546,9 @@ func describeJSON(s string) string {
 // bounded runs f on b's transport (waiting for it as a call does) with ctx
 // bounded by the backend's call timeout.
 func bounded(ctx context.Context, b *backend, f func(context.Context, transport.Transport) error) error {
+	if b == nil {
+		return fmt.Errorf("%w: %w", ErrBackendUnavailable, ErrBackendRemoved)
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	tr, gen, err := b.conn(ctx)
@@ -549,7 +560,7 @@ func bounded(ctx context.Context, b *backend, f func(context.Context, transport.
 
 func (h *Host) readyBackends() []*backend {
 	var out []*backend
-	for _, b := range h.backends {
+	for _, b := range h.all() {
 		if ok, _ := b.ready(); ok {
 			out = append(out, b)
 		}
@@ -577,8 +588,9 @@ func (h *Host) Close() error {
 	// transports they were closing are closed.
 	h.wg.Wait()
 	var wg sync.WaitGroup
-	errs := make([]error, len(h.backends))
-	for i, b := range h.backends {
+	all := h.all()
+	errs := make([]error, len(all))
+	for i, b := range all {
 		b.mu.Lock()
 		tr := b.tr
 		b.tr = nil

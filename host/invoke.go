@@ -110,6 +110,9 @@ func fallback(e entry, fallbackFor string, err error) string {
 // down reports whether b is down for a profile's requires: failed, or
 // waiting to be restarted. (Idle and starting backends are on their way.)
 func (b *backend) down() (bool, error) {
+	if b == nil {
+		return true, ErrBackendRemoved
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state == StateFailed || b.state == StateRestarting {

@@ -11,13 +11,18 @@ import (
 // all plugins and a Transport per plugin. The engine is closed by Close after
 // every plugin.
 func (h *Host) buildPlugins() error {
-	eng, err := sandbox.NewEngine(&sandbox.EngineOptions{CacheDir: h.cfg.Host.CacheDir, Logger: h.logger.Named("sandbox")})
-	if err != nil {
-		return fmt.Errorf("wasm engine: %w", err)
+	eng := h.engine
+	if eng == nil {
+		var err error
+		eng, err = sandbox.NewEngine(&sandbox.EngineOptions{CacheDir: h.config().Host.CacheDir, Logger: h.logger.Named("sandbox")})
+		if err != nil {
+			return fmt.Errorf("wasm engine: %w", err)
+		}
+		h.engine = eng
+		h.closers = append(h.closers, eng.Close)
 	}
-	h.closers = append(h.closers, eng.Close)
-	for _, name := range sortedKeys(h.cfg.Plugins) {
-		p := h.cfg.Plugins[name]
+	for _, name := range sortedKeys(h.config().Plugins) {
+		p := h.config().Plugins[name]
 		b := h.newBackend(name, KindPlugin, prefixOf(name, p.Prefix), h.callTimeout(p.Timeout), p.Supervision)
 		b.allow, b.deny = p.ToolRules, p.DenyToolRules
 		// A plugin has no list_changed: its tool list is fixed by its

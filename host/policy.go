@@ -55,7 +55,7 @@ func (h *Host) buildViews(tools map[string]entry, names []string) map[string]*vi
 	mk := func(name string, prof *config.Profile) {
 		v := &view{name: name, prof: prof, decisions: make(map[string]Decision, len(names))}
 		for _, n := range names {
-			d := Decide(&h.cfg.Policy, prof, n)
+			d := Decide(&h.config().Policy, prof, n)
 			v.decisions[n] = d
 			if d.Allowed {
 				v.names = append(v.names, n)
@@ -64,7 +64,7 @@ func (h *Host) buildViews(tools map[string]entry, names []string) map[string]*vi
 		views[name] = v
 	}
 	mk("", nil)
-	for n, p := range h.cfg.Profiles {
+	for n, p := range h.config().Profiles {
 		mk(n, p)
 	}
 	return views
@@ -92,11 +92,12 @@ func (h *Host) Profile(name string) (*View, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	if !ok || name == "" {
-		return nil, fmt.Errorf("%w %q: the profiles are the [profiles.NAME] tables of the configuration (%d defined)", ErrUnknownProfile, name, len(h.cfg.Profiles))
+	profiles := h.config().Profiles
+	if !ok || name == "" || profiles[name] == nil {
+		return nil, fmt.Errorf("%w %q: the profiles are the [profiles.NAME] tables of the configuration (%d defined)", ErrUnknownProfile, name, len(profiles))
 	}
-	for _, b := range h.cfg.Profiles[name].Recommends {
-		if ok, err := h.byName[b].ready(); !ok {
+	for _, b := range profiles[name].Recommends {
+		if ok, err := h.named(b).ready(); !ok {
 			h.logger.Warn("profile recommends a backend that is not ready", "profile", name, "backend", b, "error", err)
 		}
 	}
@@ -134,6 +135,9 @@ func (h *Host) decisions(profile string) []ToolDecision {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	vw := h.views[profile]
+	if vw == nil {
+		return nil
+	}
 	var out []ToolDecision
 	for _, n := range h.names {
 		e := h.tools[n]

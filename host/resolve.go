@@ -26,7 +26,7 @@ func (e *resolveError) Unwrap() error { return e.err }
 // backends name may belong to.
 func (h *Host) owners(name string) []*backend {
 	var out []*backend
-	for _, b := range h.backends {
+	for _, b := range h.all() {
 		p := invalidNameChars.ReplaceAllString(b.prefix, "_")
 		if !strings.HasPrefix(name, p) || len(name) == len(p) {
 			continue
@@ -183,7 +183,7 @@ func (b *backend) unavailable(deadline error) error {
 // now. (One restarting after an error other than a slow start is not waited
 // for: its error is known, and Status shows it.)
 func (h *Host) awaitEager(ctx context.Context) {
-	for _, b := range h.backends {
+	for _, b := range h.all() {
 		if b.sv.Start == config.StartLazy {
 			continue
 		}

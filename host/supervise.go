@@ -34,7 +34,8 @@ const (
 	StateReady      State = "ready"      // connected; calls go through
 	StateRestarting State = "restarting" // waiting out the restart backoff; see NextRestart and LastError
 	StateFailed     State = "failed"     // given up until Host.Restart; see LastError
-	StateClosed     State = "closed"     // the Host was closed
+	StateClosed     State = "closed"     // the Host was closed, or the backend removed (Host.Apply, Host.Remove)
+	StateDisabled   State = "disabled"   // stopped by Host.Disable, its configuration kept; Host.Enable starts it
 )
 
 // backend is one configured server or plugin and its supervision state.
@@ -67,6 +68,10 @@ type backend struct {
 	firstDone  chan struct{}   // closed when the first attempt (eager) has ended
 	firstOnce  sync.Once
 	bo         *backoff.ExponentialBackOff // restart delays; supervisor only
+
+	ctx    context.Context    // the supervisor's; cancelled by Close, Apply, Remove and Disable
+	cancel context.CancelFunc // cancels ctx
+	exited chan struct{}      // closed when the supervisor has returned
 
 	mu          sync.Mutex
 	tr          transport.Transport // nil unless ready
@@ -107,7 +112,8 @@ func (h *Host) newBackend(name, kind, prefix string, timeout time.Duration, sv c
 		startReq: make(chan struct{}, 1), lostSig: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), restartReq: make(chan chan error),
 		healthReq: make(chan chan error),
 		changed:   make(chan listChange, 8), firstDone: make(chan struct{}),
-		state: StateStarting, since: time.Now(), wake: make(chan struct{})}
+		state: StateStarting, since: time.Now(), wake: make(chan struct{}), exited: make(chan struct{})}
+	b.ctx, b.cancel = context.WithCancel(h.ctx)
 	if sv.Start == config.StartLazy {
 		b.state = StateIdle
 	}
@@ -123,6 +129,9 @@ func (h *Host) newBackend(name, kind, prefix string, timeout time.Duration, sv c
 
 // ready reports whether b is ready, and its last error.
 func (b *backend) ready() (bool, error) {
+	if b == nil {
+		return false, ErrBackendRemoved
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.state == StateReady, b.lastErr
@@ -166,6 +175,10 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 			err := b.lastErr
 			b.mu.Unlock()
 			return nil, 0, fmt.Errorf("%w: backend %q has failed; its tools are unavailable until it is restarted: %w", ErrBackendUnavailable, b.name, err)
+		case b.state == StateDisabled || (b.state == StateClosed && (errors.Is(b.lastErr, ErrBackendRemoved) || errors.Is(b.lastErr, ErrBackendDisabled))):
+			err := b.lastErr
+			b.mu.Unlock()
+			return nil, 0, fmt.Errorf("%w: backend %q: %w", ErrBackendUnavailable, b.name, err)
 		case b.state == StateClosed:
 			b.mu.Unlock()
 			return nil, 0, ErrClosed
@@ -279,6 +292,7 @@ func (h *Host) detach(b *backend, gen uint64, err error) transport.Transport {
 // explicit restarts. It is the only goroutine that starts or stops b.
 func (h *Host) supervise(b *backend) {
 	defer h.wg.Done()
+	defer close(b.exited)
 	var retry <-chan time.Time
 	if b.sv.Start == config.StartEager {
 		if err := h.attempt(b); err != nil {
@@ -312,6 +326,8 @@ func (h *Host) supervise(b *backend) {
 		}
 		select {
 		case <-h.stop:
+			return
+		case <-b.ctx.Done():
 			return
 		case <-b.startReq:
 			if state == StateIdle {
@@ -413,7 +429,7 @@ func (h *Host) attempt(b *backend) error {
 		}
 	})
 	limit := h.startupTimeout(b)
-	ctx, cancel := context.WithTimeout(h.ctx, limit)
+	ctx, cancel := context.WithTimeout(b.ctx, limit)
 	t0 := time.Now()
 	init, err := tr.Connect(ctx)
 	var tools []*mcp.Tool
@@ -430,7 +446,7 @@ func (h *Host) attempt(b *backend) error {
 		if timedOut {
 			err = fmt.Errorf("not ready within startup_timeout (%v): %w", limit, err)
 		}
-		if h.ctx.Err() == nil {
+		if b.ctx.Err() == nil {
 			b.logger.Error("backend failed to start", "error", err)
 		}
 		return err
@@ -529,7 +545,7 @@ func (h *Host) lose(b *backend, gen uint64, err error) <-chan time.Time {
 // restart after the backoff, or failed when max_restarts attempts were
 // already made within restart_window.
 func (h *Host) afterFailure(b *backend, err error) <-chan time.Time {
-	if h.ctx.Err() != nil {
+	if b.ctx.Err() != nil {
 		return nil
 	}
 	if why := cannotHeal(b, err); why != "" {
@@ -607,7 +623,7 @@ func (h *Host) checkHealth(b *backend, tr transport.Transport) (checkErr, lost e
 	if b.sv.HealthCheck == config.HealthNone {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, b.sv.HealthTimeout.Std())
+	ctx, cancel := context.WithTimeout(b.ctx, b.sv.HealthTimeout.Std())
 	defer cancel()
 	var err error
 	switch b.sv.HealthCheck {
@@ -624,7 +640,7 @@ func (h *Host) checkHealth(b *backend, tr transport.Transport) (checkErr, lost e
 			err = fmt.Errorf("health tool %q returned a tool error: %s", b.sv.HealthTool, resultText(res))
 		}
 	}
-	if h.ctx.Err() != nil {
+	if b.ctx.Err() != nil {
 		return ErrClosed, nil
 	}
 	b.mu.Lock()
@@ -689,11 +705,11 @@ func (h *Host) listChanged(b *backend, tr transport.Transport, kind transport.Li
 		h.emit(Event{Kind: EventListChanged, Backend: b.name, List: kind})
 		return
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, b.timeout)
+	ctx, cancel := context.WithTimeout(b.ctx, b.timeout)
 	defer cancel()
 	tools, err := tr.ListTools(ctx)
 	if err != nil {
-		if h.ctx.Err() == nil {
+		if b.ctx.Err() == nil {
 			b.logger.Warn("tools/list after list_changed failed", "error", err)
 		}
 		return
@@ -760,7 +776,7 @@ func (h *Host) visibleNames() []string {
 func (b *backend) listed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state != StateFailed && b.state != StateClosed
+	return b.state != StateFailed && b.state != StateClosed && b.state != StateDisabled
 }
 
 // ensureStarted starts every lazy backend that has never started and waits
@@ -768,7 +784,7 @@ func (b *backend) listed() bool {
 // are known.
 func (h *Host) ensureStarted(ctx context.Context) {
 	var waiting []*backend
-	for _, b := range h.backends {
+	for _, b := range h.all() {
 		b.mu.Lock()
 		if !b.known && (b.state == StateIdle || b.state == StateStarting) {
 			waiting = append(waiting, b)
@@ -819,8 +835,8 @@ func (h *Host) Restart(ctx context.Context, name string) error {
 // picks, waits for the supervisor's reply and returns it, through wrap if
 // that is set. Its own errors: ErrUnknownBackend, ErrClosed, ctx's error.
 func (h *Host) ask(ctx context.Context, name string, req func(*backend) chan chan error, wrap func(error) error) error {
-	b, ok := h.byName[name]
-	if !ok {
+	b := h.named(name)
+	if b == nil {
 		return fmt.Errorf("%w: %q: backends are the [servers.NAME] and [plugins.NAME] tables of the configuration", ErrUnknownBackend, name)
 	}
 	reply := make(chan error, 1)
@@ -828,6 +844,8 @@ func (h *Host) ask(ctx context.Context, name string, req func(*backend) chan cha
 	case req(b) <- reply:
 	case <-h.stop:
 		return ErrClosed
+	case <-b.exited:
+		return b.goneErr()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -839,6 +857,8 @@ func (h *Host) ask(ctx context.Context, name string, req func(*backend) chan cha
 		return err
 	case <-h.stop:
 		return ErrClosed
+	case <-b.exited:
+		return b.goneErr()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -867,7 +887,7 @@ const (
 // BackendStatus is a snapshot of one backend.
 type BackendStatus struct {
 	Name  string `json:"name"`
-	Kind  string `json:"kind"` // "stdio", "http" or "wasm"
+	Kind  string `json:"kind"` // "stdio", "http", "wasm" or "custom" (Host.Add)
 	State State  `json:"state"`
 	// Tools is the number of tools the backend offers (the list of its
 	// last start; 0 before its first).
@@ -907,9 +927,9 @@ type BackendStatus struct {
 
 // Status returns a snapshot of every backend, sorted by name.
 func (h *Host) Status() []BackendStatus {
-	out := make([]BackendStatus, 0, len(h.backends))
+	out := make([]BackendStatus, 0, len(h.all()))
 	now := time.Now()
-	for _, b := range h.backends {
+	for _, b := range h.all() {
 		b.mu.Lock()
 		st := BackendStatus{Name: b.name, Kind: b.kind, State: b.state, Since: b.since, Tools: len(b.tools),
 			Restarts: b.restarts, Health: HealthUnknown, Circuit: CircuitClosed}
