@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/gateway"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/sandbox"
 )
@@ -244,9 +245,12 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := &host.Options{Logger: c.logger, Audit: c.audit}
-	if !c.serving {
-		// Servers may ask the user for input; in serve mode stdin may be
-		// the protocol, so the capability is not declared there.
+	if c.serving {
+		// Requests of a server go to the gateway's client that made the
+		// call (stdin may be the protocol).
+		opts.Elicit, opts.Sample = gateway.Elicit, gateway.Sample
+	} else {
+		// Servers may ask the user for input on a terminal.
 		opts.Elicit = (&elicitor{stderr: c.stderr}).elicit
 	}
 	h, err := host.New(ctx, cfg, opts)

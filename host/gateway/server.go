@@ -198,7 +198,7 @@ func forClients(t *mcp.Tool) (*mcp.Tool, bool) {
 
 func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx = host.WithClient(ctx, clientName(req.Extra))
+		ctx = withSession(host.WithClient(ctx, clientName(req.Extra)), req.Session)
 		ctx, done := ps.calls.begin(ctx, req.Session, req.Extra)
 		defer done()
 		var args any = json.RawMessage("{}")

@@ -7,7 +7,11 @@
 // It lists the tools, then, when CALL is set, calls that tool with ARGS (a
 // JSON object, default {}), and prints one JSON object on stdout:
 // {"server": {...}, "tools": [names], "result": CallToolResult}.
+// With ELICIT (a JSON object) it declares elicitation and accepts every
+// request with that content; with SAMPLE (a text) it declares sampling and
+// answers every request with that text from model "tsclient-model".
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ElicitRequestSchema, CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
@@ -23,7 +27,18 @@ if (mode === "stdio") {
   process.exit(2);
 }
 
-const client = new Client({ name: "toolhost-tsclient", version: "1.0.0" });
+const capabilities = {};
+if (process.env.ELICIT) capabilities.elicitation = {};
+if (process.env.SAMPLE) capabilities.sampling = {};
+const client = new Client({ name: "toolhost-tsclient", version: "1.0.0" }, { capabilities });
+if (process.env.ELICIT) {
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: JSON.parse(process.env.ELICIT) }));
+}
+if (process.env.SAMPLE) {
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+    model: "tsclient-model", role: "assistant", content: { type: "text", text: process.env.SAMPLE },
+  }));
+}
 try {
   await client.connect(transport);
   const { tools } = await client.listTools();

@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host"
+)
+
+// ErrNoClient: an upstream server asked for elicitation or sampling, and
+// the gateway cannot relay it: the request is not tied to a call of one of
+// its clients (host.ElicitationRequest.Call is nil: several calls to that
+// backend were in flight), or that client did not declare the capability
+// (MCP 2025-11-25 client/elicitation, client/sampling), or its session
+// cannot carry server-to-client requests ([serve] stateless).
+var ErrNoClient = errors.New("gateway: no client to relay the request to")
+
+type sessionKey struct{}
+
+// withSession returns ctx carrying the session of the client whose call it
+// is; Elicit and Sample find it there.
+func withSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	return context.WithValue(ctx, sessionKey{}, ss)
+}
+
+// Elicit relays an upstream server's elicitation/create to the gateway
+// client that made the call it belongs to, and returns that client's
+// answer. Set it as host.Options.Elicit on the Host a Gateway serves.
+// Errors wrap ErrNoClient (see there) or are the client's.
+func Elicit(ctx context.Context, req *host.ElicitationRequest) (*mcp.ElicitResult, error) {
+	ss, err := relayTarget(ctx, req.Backend, req.Call, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
+	if err != nil {
+		return nil, err
+	}
+	return ss.Elicit(ctx, req.Params)
+}
+
+// Sample relays an upstream server's sampling/createMessage to the gateway
+// client that made the call it belongs to (its LLM answers). Set it as
+// host.Options.Sample. Errors as Elicit's.
+func Sample(ctx context.Context, req *host.SamplingRequest) (*mcp.CreateMessageResult, error) {
+	ss, err := relayTarget(ctx, req.Backend, req.Call, "sampling", func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil })
+	if err != nil {
+		return nil, err
+	}
+	return ss.CreateMessage(ctx, req.Params)
+}
+
+func relayTarget(ctx context.Context, backend string, call *host.CallInfo, what string, declared func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {
+	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
+	if call == nil || ss == nil {
+		return nil, fmt.Errorf("%w: backend %s asked for %s outside a call the gateway can tie it to (several calls to it in flight)", ErrNoClient, backend, what)
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || !declared(ip.Capabilities) {
+		return nil, fmt.Errorf("%w: backend %s asked for %s during %s, but the client that made the call did not declare the %s capability", ErrNoClient, backend, what, call.Tool, what)
+	}
+	return ss, nil
+}
