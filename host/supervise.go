@@ -188,7 +188,7 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 			default:
 			}
 		}
-		state, wake, lastErr := b.state, b.wake, b.lastErr
+		state, wake, lastErr, next := b.state, b.wake, b.lastErr, b.next
 		b.mu.Unlock()
 		if _, ok := ctx.Deadline(); !ok {
 			// (A plugin call has no host deadline: the sandbox applies the
@@ -203,6 +203,11 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 			why := ""
 			if lastErr != nil {
 				why = fmt.Sprintf(" (last error: %v)", lastErr)
+			}
+			if state == StateRestarting && !next.IsZero() {
+				// Say when it is worth trying again (a gateway's client,
+				// or a model, reads this).
+				why += fmt.Sprintf("; its next start attempt is in %s", max(0, time.Until(next)).Round(time.Millisecond))
 			}
 			return nil, 0, fmt.Errorf("%w: backend %q still %s when the call's deadline came%s: %w", ErrBackendUnavailable, b.name, state, why, ctxErr(ctx))
 		}
