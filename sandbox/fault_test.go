@@ -66,6 +66,7 @@ func TestFaultsAreContained(t *testing.T) {
 	}))
 	defer srv.Close()
 	hostport := strings.TrimPrefix(srv.URL, "http://")
+	port := hostport[strings.LastIndex(hostport, ":")+1:]
 
 	mounted := t.TempDir()
 	outside := t.TempDir()
@@ -114,6 +115,19 @@ func TestFaultsAreContained(t *testing.T) {
 			call: call{"fetch", map[string]any{"url": "http://localhost" + hostport[strings.LastIndex(hostport, ":"):] + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
 		{name: "netout/metadata", cfg: config.Plugin{AllowedHosts: []string{"*"}},
 			call: call{"fetch", map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}}, wantErr: []error{ErrHostDenied}, wantMsg: "cloud metadata"},
+		// A literal entry exempts only the host:port it names, and only for
+		// a request that matched it: another entry (a glob, any port) that
+		// lets the same address through gets the loopback refusal.
+		{name: "netout/literal-other-port-by-ip", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1:1", "*"}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
+		{name: "netout/literal-other-port-by-name", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1:1", "local*:" + port}},
+			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
+		{name: "netout/literal-any-port-glob-name", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1", "local*"}},
+			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
+		{name: "netout/literal-with-port", cfg: config.Plugin{AllowedHosts: []string{hostport}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantRes: "200 hello from loopback"},
+		{name: "netout/literal-name-with-port", cfg: config.Plugin{AllowedHosts: []string{"localhost:" + port}},
+			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantRes: "200 hello from loopback"},
 		{name: "netout/no-hosts", call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}},
 		{name: "netout/scheme", cfg: config.Plugin{AllowedHosts: []string{"*"}},
 			call: call{"fetch", map[string]any{"url": "file:///etc/passwd"}}, wantErr: []error{ErrHostDenied}, wantMsg: "scheme"},
