@@ -19,15 +19,21 @@ import (
 //
 // Why: wazero's DirFS confines ".." and absolute paths to the mount, but it
 // follows symlinks wherever they point (measured: a symlink in a mount to a
-// file outside it is readable, and writable through an rw mount). The check
-// resolves the path (or, for a path that does not exist yet, its parent)
-// with filepath.EvalSymlinks and refuses it with EACCES when the result is
-// outside the mount's resolved root. Guests cannot create symlinks or hard
-// links (Symlink and Link fail with EPERM) nor rename a symlink, so only
-// links placed by the host exist. Known limit: on an rw mount shared by
-// several instances, a rename by one instance racing with a path check by
-// another could, in theory, swap a host-placed outward symlink into a
-// checked path; do not put outward symlinks in rw mounts.
+// file outside it is readable, and writable through an rw mount — and a
+// dangling one is followed on create, making the file outside). The check
+// resolves the path on the host component by component (resolve), following
+// every symlink on the way, including the last one and dangling ones whose
+// target does not exist yet, and refuses the operation with EACCES when the
+// result is outside the mount's resolved root. Operations that act on a link
+// itself (Lstat, Unlink, Readlink) check only its directory; Readlink also
+// refuses a link that resolves outside the mount, and returns the target
+// relative to the link's directory, so no host path reaches the guest.
+// Guests cannot create symlinks or hard links (Symlink and Link fail with
+// EPERM) nor rename a symlink, so only links placed by the host exist. Known
+// limit: on an rw mount shared by several instances, a rename by one
+// instance racing with a path check by another could, in theory, swap a
+// host-placed outward symlink into a checked path; do not put outward
+// symlinks in rw mounts.
 type confinedFS struct {
 	experimentalsys.FS
 	root string // resolved absolute host root
@@ -52,34 +58,68 @@ func newMountConfig(mounts []config.Mount) (wazero.FSConfig, error) {
 	return cfg, nil
 }
 
-// check resolves path (relative to the mount) on the host.
+// maxSymlinks bounds the links followed while resolving one path (Linux's
+// MAXSYMLINKS).
+const maxSymlinks = 40
+
+// check resolves path (relative to the mount) on the host and refuses it
+// when it leads outside the mount.
 func (c *confinedFS) check(path string) experimentalsys.Errno {
-	p := filepath.Join(c.root, filepath.FromSlash(path))
-	if !c.within(p) {
+	r, e := c.resolve(path)
+	if e != 0 {
+		return e
+	}
+	if !c.within(r) {
 		return experimentalsys.EACCES
 	}
-	// Resolve the longest existing prefix.
-	rest := ""
-	for {
-		r, err := filepath.EvalSymlinks(p)
-		if err == nil {
-			if !c.within(r) {
-				return experimentalsys.EACCES
-			}
-			return 0
+	return 0
+}
+
+// resolve returns the host path that path (relative to the mount) leads
+// to: every symlink on the way is followed, the last one and dangling ones
+// included; from the first component that does not exist on, the rest is
+// joined lexically. An I/O error other than "does not exist" stops the
+// walk where it happened (the operation itself then reports it).
+func (c *confinedFS) resolve(path string) (string, experimentalsys.Errno) {
+	cur := c.root
+	rest := splitPath(filepath.FromSlash(path))
+	links := 0
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
 		}
-		if !os.IsNotExist(err) {
-			return 0 // let the operation itself report the error
+		next := filepath.Join(cur, name)
+		st, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Join(append([]string{next}, rest...)...), 0
 		}
-		if p == c.root {
-			return 0
+		if st.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
 		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = filepath.Dir(p)
-		if !c.within(p) {
-			return experimentalsys.EACCES
+		if links++; links > maxSymlinks {
+			return "", experimentalsys.ELOOP
 		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return next, 0
+		}
+		if filepath.IsAbs(target) {
+			cur = string(filepath.Separator)
+		}
+		rest = append(splitPath(target), rest...)
 	}
+	return cur, 0
+}
+
+func splitPath(p string) []string {
+	return strings.Split(p, string(filepath.Separator))
 }
 
 func (c *confinedFS) within(p string) bool {
@@ -151,11 +191,34 @@ func (c *confinedFS) Unlink(path string) experimentalsys.Errno {
 func (c *confinedFS) Link(string, string) experimentalsys.Errno    { return experimentalsys.EPERM }
 func (c *confinedFS) Symlink(string, string) experimentalsys.Errno { return experimentalsys.EPERM }
 
+// Readlink reveals a link's target only when the link resolves inside the
+// mount; the target is returned relative to the link's directory and
+// cleaned (an absolute target, or one climbing above the mount root and
+// back, would otherwise show host directory names).
 func (c *confinedFS) Readlink(path string) (string, experimentalsys.Errno) {
 	if e := c.check(filepath.Dir(path)); e != 0 {
 		return "", e
 	}
-	return c.FS.Readlink(path)
+	if e := c.check(path); e != 0 {
+		return "", e
+	}
+	t, e := c.FS.Readlink(path)
+	if e != 0 {
+		return "", e
+	}
+	dir, e := c.resolve(filepath.Dir(path))
+	if e != 0 {
+		return "", e
+	}
+	abs := t
+	if !filepath.IsAbs(t) {
+		abs = filepath.Join(dir, t)
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || !c.within(abs) {
+		return "", experimentalsys.EACCES
+	}
+	return filepath.ToSlash(rel), 0
 }
 
 func (c *confinedFS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {

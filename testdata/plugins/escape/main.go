@@ -1,7 +1,9 @@
-// Command escape is an adversarial fixture: its tools "read" and "write" try
-// arguments.path through WASI (the test passes "..", absolute paths outside
-// the mounts and symlinks pointing out of a mount) and report what happened
-// as text: "ok <content>" or "err <error>".
+// Command escape is an adversarial fixture: its tools "read", "write",
+// "create" (O_CREATE|O_EXCL), "readlink", "stat" and "rename" (path to
+// arguments.to) try arguments.path through WASI (the test passes "..",
+// absolute paths outside the mounts, and symlinks — existing or dangling —
+// pointing out of a mount) and report what happened as text: "ok <content>"
+// or "err <error>".
 package main
 
 import (
@@ -14,7 +16,7 @@ func main() {}
 
 //go:wasmexport list_tools
 func listTools() int32 {
-	kernel.Output([]byte(kernel.Tools("read", "write")))
+	kernel.Output([]byte(kernel.Tools("read", "write", "create", "readlink", "stat", "rename")))
 	return 0
 }
 
@@ -33,6 +35,35 @@ func callTool() int32 {
 		}
 	case "write":
 		if err := os.WriteFile(path, []byte("pwned"), 0o644); err != nil {
+			out = "err " + err.Error()
+		} else {
+			out = "ok"
+		}
+	case "create":
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			out = "err " + err.Error()
+		} else {
+			f.Write([]byte("pwned"))
+			f.Close()
+			out = "ok"
+		}
+	case "readlink":
+		t, err := os.Readlink(path)
+		if err != nil {
+			out = "err " + err.Error()
+		} else {
+			out = "ok " + t
+		}
+	case "stat":
+		st, err := os.Stat(path)
+		if err != nil {
+			out = "err " + err.Error()
+		} else {
+			out = "ok " + st.Name()
+		}
+	case "rename":
+		if err := os.Rename(path, kernel.Field(in, "to")); err != nil {
 			out = "err " + err.Error()
 		} else {
 			out = "ok"
