@@ -58,6 +58,14 @@ var (
 	// instance is discarded.
 	ErrHostFunction = errors.New("plugin host function failed")
 
+	// ErrOpenFiles: an instance tried to hold more files (and directories)
+	// open in its mounts than max_open_files (default
+	// DefaultMaxOpenFiles). The open fails in the guest (EIO), the call
+	// fails with this error, and the instance is discarded, which closes
+	// every file it held. Raise max_open_files if the tool legitimately
+	// needs more.
+	ErrOpenFiles = errors.New("plugin open-file limit exceeded")
+
 	// ErrGuest: the plugin reported a failure of a non-tool operation
 	// (error_set and a non-zero return from list_tools, read_resource, ...),
 	// or returned a non-zero code without setting an error (any export). A

@@ -1,10 +1,13 @@
 package sandbox
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -37,10 +40,19 @@ import (
 type confinedFS struct {
 	experimentalsys.FS
 	root string // resolved absolute host root
+	lim  *instLimits
 }
 
-func newMountConfig(mounts []config.Mount) (wazero.FSConfig, error) {
-	cfg := wazero.NewFSConfig()
+// mount is one allowed_paths entry with its host directory resolved.
+type mount struct {
+	guest string
+	root  string // resolved absolute host root
+	rw    bool
+}
+
+// newMounts resolves the mounts' host directories (at Connect).
+func newMounts(mounts []config.Mount) ([]mount, error) {
+	out := make([]mount, 0, len(mounts))
 	for _, m := range mounts {
 		root, err := filepath.EvalSymlinks(m.Host)
 		if err != nil {
@@ -49,13 +61,67 @@ func newMountConfig(mounts []config.Mount) (wazero.FSConfig, error) {
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
 			return nil, &fs.PathError{Op: "mount", Path: m.Host, Err: fs.ErrInvalid}
 		}
-		var inner experimentalsys.FS = sysfs.DirFS(root)
-		if !m.ReadWrite {
+		out = append(out, mount{guest: m.Guest, root: root, rw: m.ReadWrite})
+	}
+	return out, nil
+}
+
+// fsConfig builds one instance's file systems: every mount counts its open
+// files against lim.
+func fsConfig(mounts []mount, lim *instLimits) wazero.FSConfig {
+	cfg := wazero.NewFSConfig()
+	for _, m := range mounts {
+		var inner experimentalsys.FS = sysfs.DirFS(m.root)
+		if !m.rw {
 			inner = &sysfs.ReadFS{FS: inner}
 		}
-		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(&confinedFS{FS: inner, root: root}, m.Guest)
+		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(&confinedFS{FS: inner, root: m.root, lim: lim}, m.guest)
 	}
-	return cfg, nil
+	return cfg
+}
+
+// instLimits are one instance's resource counters. The instance's call
+// goroutine updates them; wazero may close files from another goroutine
+// (an instance closed at its deadline), hence the atomics and the lock.
+type instLimits struct {
+	maxFiles int64
+	open     atomic.Int64
+
+	mu  sync.Mutex
+	err error // the first limit the current call hit
+}
+
+// exceeded records err as the limit the call hit (the first one wins).
+func (l *instLimits) exceeded(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = err
+	}
+}
+
+// take returns and clears the limit the call hit, or nil.
+func (l *instLimits) take() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.err
+	l.err = nil
+	return err
+}
+
+// countedFile releases its slot of the instance's open-file budget when
+// closed (by the guest, or by wazero when the instance is closed).
+type countedFile struct {
+	experimentalsys.File
+	lim    *instLimits
+	closed atomic.Bool
+}
+
+func (f *countedFile) Close() experimentalsys.Errno {
+	if f.closed.CompareAndSwap(false, true) {
+		f.lim.open.Add(-1)
+	}
+	return f.File.Close()
 }
 
 // maxSymlinks bounds the links followed while resolving one path (Linux's
@@ -130,7 +196,20 @@ func (c *confinedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.F
 	if e := c.check(path); e != 0 {
 		return nil, e
 	}
-	return c.FS.OpenFile(path, flag, perm)
+	if c.lim == nil {
+		return c.FS.OpenFile(path, flag, perm)
+	}
+	if n := c.lim.open.Add(1); n > c.lim.maxFiles {
+		c.lim.open.Add(-1)
+		c.lim.exceeded(fmt.Errorf("opening %q: the instance already holds %d open files, its max_open_files: %w", path, c.lim.maxFiles, ErrOpenFiles))
+		return nil, experimentalsys.EIO
+	}
+	f, e := c.FS.OpenFile(path, flag, perm)
+	if e != 0 {
+		c.lim.open.Add(-1)
+		return nil, e
+	}
+	return &countedFile{File: f, lim: c.lim}, 0
 }
 
 func (c *confinedFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {

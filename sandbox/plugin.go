@@ -39,6 +39,11 @@ const (
 	// DefaultMaxOutput caps one result (max_output unset): 4 MiB.
 	DefaultMaxOutput = 4 << 20
 
+	// DefaultMaxOpenFiles caps the files one instance may hold open in its
+	// mounts (max_open_files unset): 128. The host-wide worst case is the
+	// sum over plugins of max_open_files × instances.
+	DefaultMaxOpenFiles = 128
+
 	// PageSize is the WebAssembly page size: memory caps are rounded up to
 	// whole pages.
 	PageSize = 65536
@@ -120,7 +125,8 @@ type Plugin struct {
 
 	httpPolicy *httpPolicy
 	http       *http.Client
-	fsConfig   wazero.FSConfig
+	mounts     []mount
+	maxFiles   int64
 
 	// onConfigGet, when set (by Inspect), sees every config_get key.
 	onConfigGet func(key string)
@@ -186,6 +192,10 @@ func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
 		p.size = DefaultInstances()
 	}
 	p.fresh = cfg.Isolation == "fresh"
+	p.maxFiles = int64(cfg.MaxOpenFiles)
+	if p.maxFiles <= 0 {
+		p.maxFiles = DefaultMaxOpenFiles
+	}
 	p.sem = make(chan struct{}, p.size)
 	p.closeCtx, p.closeCancel = context.WithCancel(bgCtx)
 	return p
@@ -310,11 +320,11 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		p.httpPolicy = &httpPolicy{}
 	}
 	if len(p.cfg.Mounts) > 0 {
-		fsc, err := newMountConfig(p.cfg.Mounts)
+		ms, err := newMounts(p.cfg.Mounts)
 		if err != nil {
 			return nil, p.errorf("allowed_paths: %v (each mount must be an existing host directory): %w", err, transport.ErrStart)
 		}
-		p.fsConfig = fsc
+		p.mounts = ms
 	}
 
 	wasm := rewriteEnvImports(b, mod, "extism:host/env", envModule)
@@ -426,7 +436,7 @@ func (p *Plugin) measureMemory(ctx context.Context, wasm []byte, abi ABI) (uint6
 	cfg.Memory = config.Size(65536 * PageSize)
 	probe := newPlugin(p.e, &cfg, &PluginOptions{Logger: hclog.NewNullLogger(), DefaultTimeout: p.timeout})
 	defer probe.closeCancel()
-	probe.fsConfig, probe.httpPolicy, probe.abi = p.fsConfig, &httpPolicy{}, abi
+	probe.mounts, probe.httpPolicy, probe.abi = p.mounts, &httpPolicy{}, abi
 	compiled, err := probe.compile(ctx, wasm, 65536)
 	if err != nil {
 		return 0, err
@@ -498,6 +508,7 @@ type instance struct {
 	kmem   api.Memory
 	kfn    [kCount]api.Function
 
+	lim        *instLimits
 	callCtx    context.Context
 	inputOff   uint64
 	inputOffOK bool
@@ -522,8 +533,9 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		WithSysNanotime().
 		WithNanosleep(in.sleep).
 		WithRandSource(crand.Reader)
-	if p.fsConfig != nil {
-		mc = mc.WithFSConfig(p.fsConfig)
+	in.lim = &instLimits{maxFiles: p.maxFiles}
+	if len(p.mounts) > 0 {
+		mc = mc.WithFSConfig(fsConfig(p.mounts, in.lim))
 	}
 	p.mu.Lock()
 	compiled := p.compiled
@@ -571,8 +583,13 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 	in.callCtx = ctx
 	in.fault, in.errMsg, in.inputOffOK = nil, "", false
 	in.stderr.reset()
+	in.lim.take()
 	rc, out, err := in.ext.CallWithContext(context.WithValue(ctx, instKey{}, in), fn, input)
 	in.callCtx = nil
+	if lerr := in.lim.take(); lerr != nil && ctx.Err() == nil {
+		in.broken = true
+		return nil, p.errorf("%s: %w; the instance was discarded; raise the limit in [plugins.%s] if the tool legitimately needs more", fn, lerr, p.name)
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
