@@ -66,6 +66,13 @@ var (
 	// needs more.
 	ErrOpenFiles = errors.New("plugin open-file limit exceeded")
 
+	// ErrBusy: every instance of the plugin stayed busy until the caller's
+	// deadline (or, for a caller without one, for one plugin timeout), so
+	// the call never started. Also wraps context.DeadlineExceeded. Not a
+	// failure of the plugin: the host does not count it against the
+	// plugin's circuit breakers. Raise instances, or the caller's deadline.
+	ErrBusy = errors.New("no plugin instance free")
+
 	// ErrGuest: the plugin reported a failure of a non-tool operation
 	// (error_set and a non-zero return from list_tools, read_resource, ...),
 	// or returned a non-zero code without setting an error (any export). A

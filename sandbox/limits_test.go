@@ -3,14 +3,18 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/transport"
 )
 
 // openFDs counts the test process's open file descriptors.
@@ -70,5 +74,70 @@ func TestOpenFilesCapped(t *testing.T) {
 	p.Close()
 	if n := openFDs(t); n > base+8 {
 		t.Errorf("host holds %d descriptors after Close, %d before", n, base)
+	}
+}
+
+// blockingServer serves /hold: each request signals entered and waits for
+// a value on release (or the request's end).
+func blockingServer(t *testing.T) (srv *httptest.Server, entered chan struct{}, release chan struct{}) {
+	entered = make(chan struct{}, 16)
+	release = make(chan struct{})
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Write([]byte("released"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, entered, release
+}
+
+// TestQueueTimeIsNotThePluginsFault: a call waiting for a free instance
+// does not spend its plugin timeout waiting; a wait that outlasts the
+// caller's deadline fails with ErrBusy (and context.DeadlineExceeded), not
+// transport.ErrTimeout.
+func TestQueueTimeIsNotThePluginsFault(t *testing.T) {
+	e := newTestEngine(t)
+	srv, entered, release := blockingServer(t)
+	const timeout = 4 * time.Second
+	p := connect(t, e, "netout", config.Plugin{AllowedHosts: []string{"127.0.0.1"}, Instances: 1, Timeout: config.Duration(timeout)}, nil)
+	fetch := func(ctx context.Context) (string, error) {
+		res, err := p.CallTool(ctx, &mcp.CallToolParams{Name: "fetch", Arguments: map[string]any{"url": srv.URL + "/hold"}})
+		return resultText(res), err
+	}
+	type answer struct {
+		text string
+		err  error
+	}
+	first := make(chan answer, 1)
+	go func() { s, err := fetch(context.Background()); first <- answer{s, err} }()
+	<-entered // the only instance is busy
+
+	// Queued callers whose own deadline passes while they wait.
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err := fetch(ctx)
+		cancel()
+		if !errors.Is(err, ErrBusy) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, transport.ErrTimeout) {
+			t.Fatalf("queued call past the caller's deadline: %v; want ErrBusy and DeadlineExceeded, not transport.ErrTimeout", err)
+		}
+	}
+
+	// A queued caller without a deadline of its own: it waits longer than
+	// half the plugin timeout, then runs for longer than the other half.
+	second := make(chan answer, 1)
+	go func() { s, err := fetch(context.Background()); second <- answer{s, err} }()
+	time.Sleep(timeout * 5 / 8)
+	release <- struct{}{} // the first call returns; the second gets the instance
+	if a := <-first; a.err != nil || a.text != "200 released" {
+		t.Fatalf("first call: %q %v", a.text, a.err)
+	}
+	<-entered
+	time.Sleep(timeout * 5 / 8)
+	release <- struct{}{}
+	if a := <-second; a.err != nil || a.text != "200 released" {
+		t.Fatalf("queued call charged its wait to the plugin timeout: %q %v", a.text, a.err)
 	}
 }

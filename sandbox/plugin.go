@@ -690,6 +690,17 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte
 		return nil, p.errorf("%s: request of %d bytes exceeds the input limit of %d bytes (half the memory cap of %s; the Extism kernel would silently drop it): %w",
 			fn, len(input), p.maxInput, pagesSize(uint64(p.memPages)), ErrInputTooLarge)
 	}
+	// Waiting for a free instance is bounded by the caller's deadline (or,
+	// when the caller has none, by one plugin timeout) and by Close; the
+	// plugin timeout starts once the call has an instance slot.
+	wctx, wcancel := parent, context.CancelFunc(func() {})
+	if _, ok := parent.Deadline(); !ok {
+		wctx, wcancel = context.WithTimeout(parent, p.timeout)
+	}
+	defer wcancel()
+	if err := p.wait(wctx, parent, fn); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(parent, p.timeout)
 	defer cancel()
 	stop := context.AfterFunc(p.closeCtx, cancel)
@@ -704,12 +715,32 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte
 	return out, err
 }
 
-func (p *Plugin) acquire(ctx, parent context.Context, fn string) (*instance, error) {
+// wait takes an instance slot (p.sem), waiting at most until ctx is done.
+func (p *Plugin) wait(ctx, parent context.Context, fn string) error {
 	select {
 	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, p.ctxError(ctx, parent, fn+" (waiting for a free instance)")
+		return nil
+	default:
 	}
+	select {
+	case p.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+	case <-p.closeCtx.Done():
+	}
+	switch {
+	case p.isClosed():
+		return p.errorf("%s: %w", fn, transport.ErrClosed)
+	case errors.Is(parent.Err(), context.Canceled):
+		return p.errorf("%s: call cancelled by the caller while waiting for a free instance: %w", fn, context.Canceled)
+	}
+	return p.errorf("%s: all %d instances stayed busy until the caller's deadline: %w: %w; raise instances in [plugins.%s] or the caller's deadline",
+		fn, p.size, ErrBusy, context.DeadlineExceeded, p.name)
+}
+
+// acquire returns an instance for a call that holds a slot (p.sem); on
+// error it gives the slot back.
+func (p *Plugin) acquire(ctx, parent context.Context, fn string) (*instance, error) {
 	if !p.fresh {
 		p.mu.Lock()
 		if n := len(p.idle); n > 0 {
