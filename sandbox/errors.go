@@ -3,7 +3,16 @@ package sandbox
 import (
 	"errors"
 	"strings"
+
+	"github.com/toolhost/toolhost/transport"
 )
+
+// MaxErrorText caps the text of an error message a guest sets with
+// error_set for an operation other than call_tool (and call, v1):
+// transport.MaxErrorText (4096 bytes), then "… (N bytes cut)". A call_tool
+// error message becomes the call's error result and counts against
+// max_output instead (larger: transport.ErrOutputTooLarge).
+const MaxErrorText = transport.MaxErrorText
 
 // Errors returned by sandbox, in addition to the transport sentinels
 // (transport.ErrTimeout, transport.ErrOutputTooLarge, transport.ErrProtocol,

@@ -31,11 +31,16 @@ type guestLog struct {
 }
 
 func (g *guestLog) emit(level hclog.Level, stream string, msg []byte) {
+	g.emitN(level, stream, msg, int64(len(msg)))
+}
+
+// emitN is emit for a message of total bytes of which msg is the start.
+func (g *guestLog) emitN(level hclog.Level, stream string, msg []byte, total int64) {
 	if level < g.logger.GetLevel() {
 		return
 	}
-	if len(msg) > maxLogLine {
-		msg = append(msg[:maxLogLine:maxLogLine], "… (truncated "+strconv.Itoa(len(msg)-maxLogLine)+" bytes)"...)
+	if total > maxLogLine {
+		msg = append(msg[:min(len(msg), maxLogLine):min(len(msg), maxLogLine)], "… (truncated "+strconv.FormatInt(total-int64(min(len(msg), maxLogLine)), 10)+" bytes)"...)
 	}
 	now := time.Now()
 	g.mu.Lock()

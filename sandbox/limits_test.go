@@ -141,3 +141,47 @@ func TestQueueTimeIsNotThePluginsFault(t *testing.T) {
 		t.Fatalf("queued call charged its wait to the plugin timeout: %q %v", a.text, a.err)
 	}
 }
+
+// TestGuestTextIsBounded: a guest's error_set message is cut to
+// MaxErrorText for operations other than call_tool; for call_tool it is an
+// error result and counts against max_output; a result over max_output is
+// refused before the host copies it.
+func TestGuestTextIsBounded(t *testing.T) {
+	e := newTestEngine(t)
+	echo := connect(t, e, "echo", config.Plugin{}, nil)
+	stop := hammer(t, echo)
+	defer stop()
+	p := connect(t, e, "errflood", config.Plugin{MaxOutput: 64 << 10}, nil)
+	call := func(tool string, n int) (*mcp.CallToolResult, error) {
+		return p.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"size": strconv.Itoa(n)}})
+	}
+	res, err := call("err", 1000)
+	if err != nil || !res.IsError || len(resultText(res)) != 1000 {
+		t.Fatalf("small error result: %v %v %d", err, res, len(resultText(res)))
+	}
+	res, err = call("err", 2<<20)
+	if !errors.Is(err, transport.ErrOutputTooLarge) {
+		t.Fatalf("2 MiB error result over a 64 KiB max_output: %v, %d bytes of text; want ErrOutputTooLarge", err, len(resultText(res)))
+	}
+	if n := len(err.Error()); n > MaxErrorText+512 {
+		t.Errorf("error text of %d bytes", n)
+	}
+	if _, err := call("out", 1<<20); !errors.Is(err, transport.ErrOutputTooLarge) {
+		t.Fatalf("1 MiB result: %v; want ErrOutputTooLarge", err)
+	}
+	if got, err := call("out", 10); err != nil || got == nil || resultText(got) != "oooooooooo" {
+		t.Fatalf("after the floods: %v %v", got, err)
+	}
+
+	// list_tools failing with 2 MiB of error text: Connect's error is cut.
+	cfg := config.Plugin{Name: "errflood-list", Path: fixture(t, "errflood"), Config: map[string]string{"list_error": strconv.Itoa(2 << 20)}}
+	lp := e.Plugin(&cfg, nil)
+	defer lp.Close()
+	_, err = lp.Connect(context.Background())
+	if !errors.Is(err, ErrGuest) {
+		t.Fatalf("Connect: %.300v; want ErrGuest", err)
+	}
+	if n := len(err.Error()); n > MaxErrorText+512 {
+		t.Errorf("Connect error of %d bytes, want at most about %d", n, MaxErrorText)
+	}
+}

@@ -509,6 +509,8 @@ type instance struct {
 	kfn    [kCount]api.Function
 
 	lim        *instLimits
+	export     string // the export being called
+	tooBig     int64  // size of an output or call_tool error over max_output
 	callCtx    context.Context
 	inputOff   uint64
 	inputOffOK bool
@@ -584,8 +586,12 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 	in.fault, in.errMsg, in.inputOffOK = nil, "", false
 	in.stderr.reset()
 	in.lim.take()
+	in.export, in.tooBig = fn, 0
 	rc, out, err := in.ext.CallWithContext(context.WithValue(ctx, instKey{}, in), fn, input)
 	in.callCtx = nil
+	if in.tooBig > 0 && ctx.Err() == nil && in.fault == nil {
+		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for [plugins.%s] or ask for less", fn, in.tooBig, p.maxOutput, transport.ErrOutputTooLarge, p.name)
+	}
 	if lerr := in.lim.take(); lerr != nil && ctx.Err() == nil {
 		in.broken = true
 		return nil, p.errorf("%s: %w; the instance was discarded; raise the limit in [plugins.%s] if the tool legitimately needs more", fn, lerr, p.name)

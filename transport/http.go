@@ -132,7 +132,7 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 	}
 	cs, err := newClient(h.logger, h.onChange).Connect(ctx, t, nil)
 	if err != nil {
-		return nil, err
+		return nil, capErr(err)
 	}
 	return newSession(cs), nil
 }

@@ -57,7 +57,7 @@ type session struct {
 }
 
 func newSession(cs *mcp.ClientSession) *session {
-	return &session{cs: cs, init: cs.InitializeResult()}
+	return &session{cs: cs, init: capInit(cs.InitializeResult())}
 }
 
 func (s *session) caps() *mcp.ServerCapabilities {
@@ -140,43 +140,48 @@ type ops struct {
 	do func(ctx context.Context, op string, f func(*session) error) error
 }
 
+// run is do with the error's text bounded (capErr).
+func (o ops) run(ctx context.Context, op string, f func(*session) error) error {
+	return capErr(o.do(ctx, op, f))
+}
+
 // Ping implements Transport.
 func (o ops) Ping(ctx context.Context) error {
-	return o.do(ctx, "ping", func(se *session) error { return se.cs.Ping(ctx, nil) })
+	return o.run(ctx, "ping", func(se *session) error { return se.cs.Ping(ctx, nil) })
 }
 
 // ListTools implements Transport.
 func (o ops) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
-	err = o.do(ctx, "tools/list", func(se *session) (err error) { tools, err = se.listTools(ctx); return })
+	err = o.run(ctx, "tools/list", func(se *session) (err error) { tools, err = se.listTools(ctx); return })
 	return tools, err
 }
 
 // CallTool implements Transport.
 func (o ops) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.CallToolResult, err error) {
-	err = o.do(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
+	err = o.run(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
 	return res, err
 }
 
 // ListResources implements Transport.
 func (o ops) ListResources(ctx context.Context) (rs []*mcp.Resource, err error) {
-	err = o.do(ctx, "resources/list", func(se *session) (err error) { rs, err = se.listResources(ctx); return })
+	err = o.run(ctx, "resources/list", func(se *session) (err error) { rs, err = se.listResources(ctx); return })
 	return rs, err
 }
 
 // ReadResource implements Transport.
 func (o ops) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
-	err = o.do(ctx, "resources/read", func(se *session) (err error) { res, err = se.readResource(ctx, p); return })
+	err = o.run(ctx, "resources/read", func(se *session) (err error) { res, err = se.readResource(ctx, p); return })
 	return res, err
 }
 
 // ListPrompts implements Transport.
 func (o ops) ListPrompts(ctx context.Context) (ps []*mcp.Prompt, err error) {
-	err = o.do(ctx, "prompts/list", func(se *session) (err error) { ps, err = se.listPrompts(ctx); return })
+	err = o.run(ctx, "prompts/list", func(se *session) (err error) { ps, err = se.listPrompts(ctx); return })
 	return ps, err
 }
 
 // GetPrompt implements Transport.
 func (o ops) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (res *mcp.GetPromptResult, err error) {
-	err = o.do(ctx, "prompts/get", func(se *session) (err error) { res, err = se.getPrompt(ctx, p); return })
+	err = o.run(ctx, "prompts/get", func(se *session) (err error) { res, err = se.getPrompt(ctx, p); return })
 	return res, err
 }

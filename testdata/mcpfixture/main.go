@@ -195,8 +195,9 @@ func addExtra(s *mcp.Server) {
 }
 
 func newServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, nil)
+	s := mcp.NewServer(hostileImplementation(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}), hostileOptions())
 	s.AddReceivingMiddleware(count)
+	addHostile(s)
 	if *extra {
 		addExtra(s)
 	}

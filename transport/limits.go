@@ -1,0 +1,75 @@
+package transport
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bounds on text a backend sends that is not a result (results are bounded
+// by max_output in the host). A hostile server must not be able to make the
+// host log, store or print megabytes through an error message or a status
+// field.
+const (
+	// MaxErrorText caps the text of an error a server returns (a JSON-RPC
+	// error's message and data, as rendered by the go-sdk) and the
+	// server's instructions: 4096 bytes, then "… (N bytes cut)".
+	MaxErrorText = 4096
+
+	// MaxInfoText caps each string of a server's serverInfo (name,
+	// version, title): 256 bytes.
+	MaxInfoText = 256
+)
+
+// CutText returns s cut to at most max bytes (on a UTF-8 boundary), with a
+// note of how many bytes were cut; s itself when it fits.
+func CutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "… (" + strconv.Itoa(len(s)-i) + " bytes cut)"
+}
+
+// cutError is an error whose text was cut to MaxErrorText; errors.Is and
+// errors.As still see the original chain.
+type cutError struct {
+	msg string
+	err error
+}
+
+func (e *cutError) Error() string { return e.msg }
+func (e *cutError) Unwrap() error { return e.err }
+
+// capErr bounds err's text to MaxErrorText.
+func capErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := err.Error(); len(msg) > MaxErrorText {
+		return &cutError{msg: CutText(msg, MaxErrorText), err: err}
+	}
+	return err
+}
+
+// capInit bounds the strings of a server's InitializeResult that the host
+// keeps and shows (serverInfo, instructions).
+func capInit(r *mcp.InitializeResult) *mcp.InitializeResult {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	if r.ServerInfo != nil {
+		si := *r.ServerInfo
+		si.Name = CutText(si.Name, MaxInfoText)
+		si.Version = CutText(si.Version, MaxInfoText)
+		si.Title = CutText(si.Title, MaxInfoText)
+		c.ServerInfo = &si
+	}
+	c.Instructions = CutText(c.Instructions, MaxErrorText)
+	return &c
+}
