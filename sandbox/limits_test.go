@@ -185,3 +185,26 @@ func TestGuestTextIsBounded(t *testing.T) {
 		t.Errorf("Connect error of %d bytes, want at most about %d", n, MaxErrorText)
 	}
 }
+
+// TestPluginCatalogueIsBounded: a plugin whose list_tools pages never end,
+// or whose pages hold more than transport.MaxTools tools in all, fails
+// ListTools with transport.ErrListLimit naming the cap.
+func TestPluginCatalogueIsBounded(t *testing.T) {
+	e := newTestEngine(t)
+	for _, tc := range []struct {
+		name   string
+		config map[string]string
+		want   string
+	}{
+		{"endless", nil, "pages"},
+		{"big-pages", map[string]string{"per_page": "3000", "pages": "5"}, "tools"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := connect(t, e, "manytools", config.Plugin{Name: "many-" + tc.name, Config: tc.config}, nil)
+			tools, err := p.ListTools(context.Background())
+			if !errors.Is(err, transport.ErrListLimit) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ListTools: %d tools, %v; want ErrListLimit naming the %s cap", len(tools), err, tc.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,9 @@
 package transport
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 
@@ -20,7 +23,66 @@ const (
 	// MaxInfoText caps each string of a server's serverInfo (name,
 	// version, title): 256 bytes.
 	MaxInfoText = 256
+
+	// MaxListPages caps the pages (nextCursor) one list operation follows:
+	// 100.
+	MaxListPages = 100
+
+	// MaxTools caps the items one list operation returns in all (tools,
+	// resources or prompts of one backend): 10000.
+	MaxTools = 10000
 )
+
+// ErrListLimit: a backend's tools/list (or resources/list, prompts/list)
+// went on for more than MaxListPages pages or returned more than MaxTools
+// items; the list is refused as a whole. The message names the cap. The
+// host's start of the backend fails (and is retried with backoff); the
+// backend's other operations keep working.
+var ErrListLimit = errors.New("backend list exceeds a cap")
+
+// ListCap counts the pages and items of one list operation.
+type ListCap struct {
+	Pages, Items int
+}
+
+// Page records a page of n items and returns an error wrapping
+// ErrListLimit when a cap is exceeded, or nil. what names the items
+// ("tools").
+func (c *ListCap) Page(what string, n int) error {
+	c.Pages++
+	c.Items += n
+	switch {
+	case c.Items > MaxTools:
+		return fmt.Errorf("more than %d %s (the cap on one backend's %s, transport.MaxTools): %w", MaxTools, what, what, ErrListLimit)
+	case c.Pages > MaxListPages:
+		return fmt.Errorf("more than %d pages of %s (nextCursor never ended; the cap is transport.MaxListPages): %w", MaxListPages, what, ErrListLimit)
+	}
+	return nil
+}
+
+// listPaged follows nextCursor through list, bounded by ListCap.
+func listPaged[T any](ctx context.Context, what string, list func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	var lc ListCap
+	cursor := ""
+	for {
+		items, next, err := list(ctx, cursor)
+		if err != nil {
+			return nil, err
+		}
+		if err := lc.Page(what, len(items)); err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		if lc.Pages == MaxListPages {
+			return nil, lc.Page(what, 0)
+		}
+		cursor = next
+	}
+}
 
 // CutText returns s cut to at most max bytes (on a UTF-8 boundary), with a
 // note of how many bytes were cut; s itself when it fits.

@@ -3,7 +3,9 @@ package transport_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/transport"
@@ -49,5 +51,37 @@ func TestServerTextIsBounded(t *testing.T) {
 	}
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "still here" {
 		t.Fatalf("echo: %+v", res.Content)
+	}
+}
+
+// TestServerCatalogueIsBounded: a server whose nextCursor never ends, or
+// whose pages hold more tools than MaxTools in all, fails tools/list with
+// ErrListLimit naming the cap.
+func TestServerCatalogueIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"endless-cursor", []string{"-hostile", "endless-cursor"}, "pages"},
+		{"big-pages", []string{"-hostile", "big-pages", "-hostile-tools", "3000", "-hostile-pages", "5"}, "tools"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fixtureStdio(t, tc.args...)
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := s.Connect(ctx); err != nil {
+				t.Fatal(err)
+			}
+			tools, err := s.ListTools(ctx)
+			if !errors.Is(err, transport.ErrListLimit) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ListTools: %d tools, %v; want ErrListLimit naming the %s cap", len(tools), err, tc.want)
+			}
+			t.Log(err)
+			if _, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+				t.Fatalf("echo after the flood: %v", err)
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 
 	"github.com/hashicorp/go-hclog"
@@ -67,24 +66,19 @@ func (s *session) caps() *mcp.ServerCapabilities {
 	return s.init.Capabilities
 }
 
-func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
-	var out []T
-	for v, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	if s.caps().Tools == nil {
 		// A server without the tools capability has no tools; that is not an
 		// error for a catalogue.
 		return nil, nil
 	}
-	return collect(s.cs.Tools(ctx, nil))
+	return listPaged(ctx, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
+		r, err := s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Tools, r.NextCursor, nil
+	})
 }
 
 func (s *session) callTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
@@ -95,7 +89,13 @@ func (s *session) listResources(ctx context.Context) ([]*mcp.Resource, error) {
 	if s.caps().Resources == nil {
 		return nil, fmt.Errorf("resources/list: %w", ErrUnsupported)
 	}
-	return collect(s.cs.Resources(ctx, nil))
+	return listPaged(ctx, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
+		r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Resources, r.NextCursor, nil
+	})
 }
 
 func (s *session) readResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
@@ -109,7 +109,13 @@ func (s *session) listPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 	if s.caps().Prompts == nil {
 		return nil, fmt.Errorf("prompts/list: %w", ErrUnsupported)
 	}
-	return collect(s.cs.Prompts(ctx, nil))
+	return listPaged(ctx, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
+		r, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Prompts, r.NextCursor, nil
+	})
 }
 
 func (s *session) getPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
