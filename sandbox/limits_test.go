@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,3 +210,61 @@ func TestPluginCatalogueIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// procStatus reads a "Vm..." field of /proc/self/status, in bytes.
+func procStatus(t *testing.T, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Skipf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// TestMemoryBoundHolds: instances × memory is a true bound on what runaway
+// guests add to the host's resident memory: every instance of a plugin
+// allocating without end, at once, raises the host's peak RSS by little
+// more than instances × memory (measured: without reserved mappings,
+// wazero's append growth and GC lag made it about 4×).
+func TestMemoryBoundHolds(t *testing.T) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset the peak RSS: %v", err)
+	}
+	const mem, n = 64 << 20, 4
+	e := newTestEngine(t)
+	echo := connect(t, e, "echo", config.Plugin{}, nil)
+	p := connect(t, e, "hog", config.Plugin{Memory: mem, Instances: n, Timeout: config.Duration(time.Minute)}, nil)
+	runtimeGC()
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	base := procStatus(t, "VmRSS")
+	stop := hammer(t, echo)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := p.CallTool(context.Background(), &mcp.CallToolParams{Name: "hog"})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; !errors.Is(err, ErrMemoryLimit) {
+			t.Errorf("hog: %v, want ErrMemoryLimit", err)
+		}
+	}
+	stop()
+	peak := procStatus(t, "VmHWM")
+	grew := peak - base
+	bound := int64(n*mem) + int64(n*mem)/4 + 96<<20
+	t.Logf("peak RSS %d MiB, grew %d MiB with %d instances × %d MiB hogging (bound checked: %d MiB)", peak>>20, grew>>20, n, mem>>20, bound>>20)
+	if grew > bound {
+		t.Errorf("the host's peak RSS grew by %d MiB, more than %d MiB for %d instances of %d MiB", grew>>20, bound>>20, n, mem>>20)
+	}
+}
+
+func runtimeGC() { runtime.GC(); debug.FreeOSMemory() }

@@ -128,6 +128,9 @@ type Plugin struct {
 	mounts     []mount
 	maxFiles   int64
 
+	// probe marks measureMemory's uncapped copy (its own allocator).
+	probe bool
+
 	// onConfigGet, when set (by Inspect), sees every config_get key.
 	onConfigGet func(key string)
 
@@ -436,7 +439,7 @@ func (p *Plugin) measureMemory(ctx context.Context, wasm []byte, abi ABI) (uint6
 	cfg.Memory = config.Size(65536 * PageSize)
 	probe := newPlugin(p.e, &cfg, &PluginOptions{Logger: hclog.NewNullLogger(), DefaultTimeout: p.timeout})
 	defer probe.closeCancel()
-	probe.mounts, probe.httpPolicy, probe.abi = p.mounts, &httpPolicy{}, abi
+	probe.mounts, probe.httpPolicy, probe.abi, probe.probe = p.mounts, &httpPolicy{}, abi, true
 	compiled, err := probe.compile(ctx, wasm, 65536)
 	if err != nil {
 		return 0, err
@@ -545,7 +548,11 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	if compiled == nil {
 		return nil, p.errorf("%w", transport.ErrClosed)
 	}
-	ext, err := compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	ictx := ctx
+	if !p.probe {
+		ictx = withReservedMemory(ctx)
+	}
+	ext, err := compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, p.ctxError(ctx, nil, "instantiate")
