@@ -391,6 +391,9 @@ func hostFunctions() []extism.HostFunction {
 func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 	in.httpStatus = 0
 	in.httpHeaders = nil
+	if in.httpCount++; in.httpCount > in.p.maxHTTPRequests {
+		in.failf(ErrHTTPLimit, "http_request number %d of this call: over max_http_requests (%d per call); raise it in [plugins.%s] if the tool legitimately needs more", in.httpCount, in.p.maxHTTPRequests, in.p.name)
+	}
 	reqJSON := in.readBlock(ctx, stack[0])
 	in.free(ctx, stack[0])
 	var req struct {
@@ -435,14 +438,19 @@ func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 		in.failf(ErrHostFunction, "http_request %s %s: %v", hreq.Method, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
-	limit := in.p.maxHTTP
+	left := in.p.maxHTTPBytes - in.httpBytes
+	limit := min(in.p.maxHTTP, left)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		in.failf(ErrHostFunction, "http_request %s %s: reading body: %v", hreq.Method, u.Redacted(), err)
 	}
 	if int64(len(b)) > limit {
+		if limit == left {
+			in.failf(ErrHTTPLimit, "http_request %s %s: the call's response bodies exceed max_http_bytes (%d bytes per call); raise it in [plugins.%s] if the tool legitimately needs more", hreq.Method, u.Redacted(), in.p.maxHTTPBytes, in.p.name)
+		}
 		in.failf(ErrHostFunction, "http_request %s %s: response body exceeds %d bytes (a quarter of the memory cap); raise memory", hreq.Method, u.Redacted(), limit)
 	}
+	in.httpBytes += int64(len(b))
 	in.httpStatus = int32(resp.StatusCode)
 	in.httpHeaders = make(map[string]string, len(resp.Header))
 	for k, v := range resp.Header {

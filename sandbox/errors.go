@@ -82,6 +82,19 @@ var (
 	// plugin's circuit breakers. Raise instances, or the caller's deadline.
 	ErrBusy = errors.New("no plugin instance free")
 
+	// ErrHTTPLimit: one call issued more http_requests than
+	// max_http_requests (default DefaultMaxHTTPRequests), or read more
+	// response body bytes in all than max_http_bytes (default
+	// DefaultMaxHTTPBytes). The request over the cap is not sent (or its
+	// body not delivered); the call fails and the instance is discarded.
+	ErrHTTPLimit = errors.New("plugin HTTP limit exceeded")
+
+	// ErrQuota: a write would take the files under an rw mount beyond its
+	// mount_quota. The write fails in the guest (EIO), the call fails with
+	// this error and the instance is discarded; what was written before
+	// stays. Remove files, or raise the quota.
+	ErrQuota = errors.New("plugin mount quota exceeded")
+
 	// ErrGuest: the plugin reported a failure of a non-tool operation
 	// (error_set and a non-zero return from list_tools, read_resource, ...),
 	// or returned a non-zero code without setting an error (any export). A

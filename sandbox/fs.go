@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -41,6 +42,7 @@ type confinedFS struct {
 	experimentalsys.FS
 	root string // resolved absolute host root
 	lim  *instLimits
+	q    *quota // nil: no mount_quota
 }
 
 // mount is one allowed_paths entry with its host directory resolved.
@@ -48,6 +50,31 @@ type mount struct {
 	guest string
 	root  string // resolved absolute host root
 	rw    bool
+	quota *quota // nil: none
+}
+
+// quota is an rw mount's mount_quota, shared by the plugin's instances: the
+// bytes of the regular files under the mount when the plugin connected,
+// plus what writes through the sandbox added (file growth, counted by
+// logical size), minus what truncation, removal and replacement freed.
+// Changes made by others on the host are not tracked.
+type quota struct {
+	guest string
+	max   int64
+	used  atomic.Int64
+}
+
+// reserve adds n bytes (n may be negative) unless that takes used past max.
+func (q *quota) reserve(n int64) bool {
+	for {
+		u := q.used.Load()
+		if n > 0 && u+n > q.max {
+			return false
+		}
+		if q.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
 }
 
 // newMounts resolves the mounts' host directories (at Connect).
@@ -61,7 +88,21 @@ func newMounts(mounts []config.Mount) ([]mount, error) {
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
 			return nil, &fs.PathError{Op: "mount", Path: m.Host, Err: fs.ErrInvalid}
 		}
-		out = append(out, mount{guest: m.Guest, root: root, rw: m.ReadWrite})
+		mt := mount{guest: m.Guest, root: root, rw: m.ReadWrite}
+		if m.ReadWrite && m.Quota > 0 {
+			mt.quota = &quota{guest: m.Guest, max: int64(m.Quota)}
+			var used int64
+			_ = filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					if fi, err := d.Info(); err == nil {
+						used += fi.Size()
+					}
+				}
+				return nil
+			})
+			mt.quota.used.Store(used)
+		}
+		out = append(out, mt)
 	}
 	return out, nil
 }
@@ -75,7 +116,7 @@ func fsConfig(mounts []mount, lim *instLimits) wazero.FSConfig {
 		if !m.rw {
 			inner = &sysfs.ReadFS{FS: inner}
 		}
-		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(&confinedFS{FS: inner, root: m.root, lim: lim}, m.guest)
+		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(&confinedFS{FS: inner, root: m.root, lim: lim, q: m.quota}, m.guest)
 	}
 	return cfg
 }
@@ -110,10 +151,13 @@ func (l *instLimits) take() error {
 }
 
 // countedFile releases its slot of the instance's open-file budget when
-// closed (by the guest, or by wazero when the instance is closed).
+// closed (by the guest, or by wazero when the instance is closed), and
+// charges writes to the mount's quota, if it has one.
 type countedFile struct {
 	experimentalsys.File
 	lim    *instLimits
+	q      *quota
+	path   string
 	closed atomic.Bool
 }
 
@@ -122,6 +166,102 @@ func (f *countedFile) Close() experimentalsys.Errno {
 		f.lim.open.Add(-1)
 	}
 	return f.File.Close()
+}
+
+// grow reserves quota for a write of n bytes at off (off < 0: at the
+// current offset, or the end in append mode) and returns the file size
+// before it; ok is false when the quota would be exceeded.
+func (f *countedFile) grow(off int64, n int) (size, at int64, ok bool, e experimentalsys.Errno) {
+	st, e := f.File.Stat()
+	if e != 0 {
+		return 0, 0, false, e
+	}
+	size, at = st.Size, off
+	if at < 0 {
+		if at, e = f.File.Seek(0, io.SeekCurrent); e != 0 {
+			at = size // append-only files cannot seek
+		}
+	}
+	if add := at + int64(n) - size; add > 0 && !f.q.reserve(add) {
+		f.lim.exceeded(fmt.Errorf("writing %d bytes to %q would exceed mount_quota of %s (%d bytes): %w", n, f.path, f.q.guest, f.q.max, ErrQuota))
+		return 0, 0, false, 0
+	}
+	return size, at, true, 0
+}
+
+// settle returns the reserved quota a short write did not use.
+func (f *countedFile) settle(size, at int64, asked, wrote int) {
+	reserved := max(0, at+int64(asked)-size)
+	used := max(0, at+int64(wrote)-size)
+	if reserved > used {
+		f.q.reserve(used - reserved)
+	}
+}
+
+func (f *countedFile) Write(b []byte) (int, experimentalsys.Errno) {
+	if f.q == nil {
+		return f.File.Write(b)
+	}
+	size, at, ok, e := f.grow(-1, len(b))
+	if e != 0 {
+		return 0, e
+	}
+	if !ok {
+		return 0, experimentalsys.EIO
+	}
+	n, e := f.File.Write(b)
+	f.settle(size, at, len(b), n)
+	return n, e
+}
+
+func (f *countedFile) Pwrite(b []byte, off int64) (int, experimentalsys.Errno) {
+	if f.q == nil {
+		return f.File.Pwrite(b, off)
+	}
+	size, at, ok, e := f.grow(off, len(b))
+	if e != 0 {
+		return 0, e
+	}
+	if !ok {
+		return 0, experimentalsys.EIO
+	}
+	n, e := f.File.Pwrite(b, off)
+	f.settle(size, at, len(b), n)
+	return n, e
+}
+
+func (f *countedFile) Truncate(size int64) experimentalsys.Errno {
+	if f.q == nil {
+		return f.File.Truncate(size)
+	}
+	st, e := f.File.Stat()
+	if e != 0 {
+		return e
+	}
+	if d := size - st.Size; d > 0 && !f.q.reserve(d) {
+		f.lim.exceeded(fmt.Errorf("growing %q to %d bytes would exceed mount_quota of %s (%d bytes): %w", f.path, size, f.q.guest, f.q.max, ErrQuota))
+		return experimentalsys.EIO
+	}
+	if e := f.File.Truncate(size); e != 0 {
+		if d := size - st.Size; d > 0 {
+			f.q.reserve(-d)
+		}
+		return e
+	}
+	if d := size - st.Size; d < 0 {
+		f.q.reserve(d)
+	}
+	return 0
+}
+
+// fileSize is the size of the regular file at path (relative to the
+// mount), or 0.
+func (c *confinedFS) fileSize(path string) int64 {
+	st, e := c.FS.Lstat(path)
+	if e != 0 || st.Mode&fs.ModeType != 0 {
+		return 0
+	}
+	return st.Size
 }
 
 // maxSymlinks bounds the links followed while resolving one path (Linux's
@@ -199,6 +339,10 @@ func (c *confinedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.F
 	if c.lim == nil {
 		return c.FS.OpenFile(path, flag, perm)
 	}
+	var truncated int64
+	if c.q != nil && flag&experimentalsys.O_TRUNC != 0 {
+		truncated = c.fileSize(path)
+	}
 	if n := c.lim.open.Add(1); n > c.lim.maxFiles {
 		c.lim.open.Add(-1)
 		c.lim.exceeded(fmt.Errorf("opening %q: the instance already holds %d open files, its max_open_files: %w", path, c.lim.maxFiles, ErrOpenFiles))
@@ -209,7 +353,10 @@ func (c *confinedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.F
 		c.lim.open.Add(-1)
 		return nil, e
 	}
-	return &countedFile{File: f, lim: c.lim}, 0
+	if truncated > 0 {
+		c.q.reserve(-truncated)
+	}
+	return &countedFile{File: f, lim: c.lim, q: c.q, path: path}, 0
 }
 
 func (c *confinedFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
@@ -250,7 +397,15 @@ func (c *confinedFS) Rename(from, to string) experimentalsys.Errno {
 	if st, e := c.FS.Lstat(from); e == 0 && st.Mode&fs.ModeSymlink != 0 {
 		return experimentalsys.EPERM
 	}
-	return c.FS.Rename(from, to)
+	if c.q == nil {
+		return c.FS.Rename(from, to)
+	}
+	replaced := c.fileSize(to)
+	e := c.FS.Rename(from, to)
+	if e == 0 && replaced > 0 {
+		c.q.reserve(-replaced)
+	}
+	return e
 }
 
 func (c *confinedFS) Rmdir(path string) experimentalsys.Errno {
@@ -264,7 +419,15 @@ func (c *confinedFS) Unlink(path string) experimentalsys.Errno {
 	if e := c.check(filepath.Dir(path)); e != 0 {
 		return e
 	}
-	return c.FS.Unlink(path)
+	if c.q == nil {
+		return c.FS.Unlink(path)
+	}
+	size := c.fileSize(path)
+	e := c.FS.Unlink(path)
+	if e == 0 && size > 0 {
+		c.q.reserve(-size)
+	}
+	return e
 }
 
 func (c *confinedFS) Link(string, string) experimentalsys.Errno    { return experimentalsys.EPERM }

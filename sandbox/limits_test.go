@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,3 +269,89 @@ func TestMemoryBoundHolds(t *testing.T) {
 }
 
 func runtimeGC() { runtime.GC(); debug.FreeOSMemory() }
+
+// TestHTTPPerCallCaps: one call may issue at most max_http_requests
+// http_requests and read at most max_http_bytes of response bodies in all;
+// beyond, the call fails with ErrHTTPLimit and the plugin keeps serving.
+func TestHTTPPerCallCaps(t *testing.T) {
+	e := newTestEngine(t)
+	echo := connect(t, e, "echo", config.Plugin{}, nil)
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Write(make([]byte, 256<<10))
+	}))
+	defer srv.Close()
+	p := connect(t, e, "netout", config.Plugin{AllowedHosts: []string{"127.0.0.1"}, MaxHTTPRequests: 5, MaxHTTPBytes: 1 << 20}, nil)
+	stop := hammer(t, echo)
+	defer stop()
+	many := func(n int, path string) (string, error) {
+		res, err := p.CallTool(context.Background(), &mcp.CallToolParams{Name: "many", Arguments: map[string]any{"url": srv.URL + path, "count": strconv.Itoa(n)}})
+		return resultText(res), err
+	}
+	if got, err := many(4, "/"); err != nil || got != "ok "+strconv.Itoa(4*256<<10) {
+		t.Fatalf("4 requests of 256 KiB: %q %v", got, err)
+	}
+	served.Store(0)
+	got, err := many(1000, "/")
+	if !errors.Is(err, ErrHTTPLimit) || !strings.Contains(err.Error(), "max_http_bytes") {
+		t.Fatalf("1000 requests of 256 KiB: %q %v; want ErrHTTPLimit naming max_http_bytes", got, err)
+	}
+	if n := served.Load(); n > 5 {
+		t.Errorf("the server saw %d requests of that call", n)
+	}
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served.Add(1) })
+	served.Store(0)
+	got, err = many(1000, "/")
+	if !errors.Is(err, ErrHTTPLimit) || !strings.Contains(err.Error(), "max_http_requests") {
+		t.Fatalf("1000 empty requests: %q %v; want ErrHTTPLimit naming max_http_requests", got, err)
+	}
+	if n := served.Load(); n != 5 {
+		t.Errorf("the server saw %d requests of that call, want 5", n)
+	}
+	if got, err := many(5, "/"); err != nil || got != "ok 0" {
+		t.Fatalf("after the floods: %q %v", got, err)
+	}
+}
+
+// TestMountQuota: an rw mount with a quota cannot be filled beyond it; the
+// call that tries fails with ErrQuota; removing files frees quota.
+func TestMountQuota(t *testing.T) {
+	e := newTestEngine(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "old.bin"), make([]byte, 256<<10), 0o644)
+	p := connect(t, e, "escape", config.Plugin{Name: "quota", Mounts: []config.Mount{{Guest: "/out", Host: dir, ReadWrite: true, Quota: 1 << 20}}}, nil)
+	call := func(tool, path string, size int) (string, error) {
+		res, err := p.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"path": path, "size": strconv.Itoa(size)}})
+		return resultText(res), err
+	}
+	if got, err := call("fill", "/out/a.bin", 512<<10); err != nil || got != "ok" {
+		t.Fatalf("512 KiB into a 1 MiB quota holding 256 KiB: %q %v", got, err)
+	}
+	// Rewriting a file replaces its bytes rather than adding to them.
+	if got, err := call("fill", "/out/a.bin", 512<<10); err != nil || got != "ok" {
+		t.Fatalf("rewriting a.bin: %q %v", got, err)
+	}
+	got, err := call("fill", "/out/b.bin", 100<<20)
+	if !errors.Is(err, ErrQuota) || !strings.Contains(err.Error(), "mount_quota") {
+		t.Fatalf("100 MiB into the rest of the quota: %q %v; want ErrQuota naming mount_quota", got, err)
+	}
+	var total int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, _ error) error {
+		if fi != nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+		return nil
+	})
+	if total > 1<<20 {
+		t.Errorf("the mount holds %d bytes, over its 1 MiB quota", total)
+	}
+	for _, f := range []string{"/out/b.bin", "/out/old.bin"} {
+		if got, err := call("remove", f, 0); err != nil || got != "ok" {
+			t.Fatalf("remove %s: %q %v", f, got, err)
+		}
+	}
+	if got, err := call("fill", "/out/c.bin", 400<<10); err != nil || got != "ok" {
+		t.Fatalf("after removing files: %q %v", got, err)
+	}
+}

@@ -44,6 +44,15 @@ const (
 	// sum over plugins of max_open_files × instances.
 	DefaultMaxOpenFiles = 128
 
+	// DefaultMaxHTTPRequests caps one call's http_request calls
+	// (max_http_requests unset): 64.
+	DefaultMaxHTTPRequests = 64
+
+	// DefaultMaxHTTPBytes caps the response bodies one call reads through
+	// http_request, in all (max_http_bytes unset): 64 MiB. One body is
+	// also capped at a quarter of the memory cap.
+	DefaultMaxHTTPBytes = 64 << 20
+
 	// PageSize is the WebAssembly page size: memory caps are rounded up to
 	// whole pages.
 	PageSize = 65536
@@ -120,8 +129,11 @@ type Plugin struct {
 	maxInput  int64
 	maxOutput int64
 	maxHTTP   int64
-	size      int
-	fresh     bool
+	// maxHTTPRequests and maxHTTPBytes cap one call's http_requests.
+	maxHTTPRequests int
+	maxHTTPBytes    int64
+	size            int
+	fresh           bool
 
 	httpPolicy *httpPolicy
 	http       *http.Client
@@ -186,6 +198,14 @@ func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
 	memBytes := pages * PageSize
 	p.maxInput = memBytes / 2
 	p.maxHTTP = memBytes / 4
+	p.maxHTTPRequests = cfg.MaxHTTPRequests
+	if p.maxHTTPRequests <= 0 {
+		p.maxHTTPRequests = DefaultMaxHTTPRequests
+	}
+	p.maxHTTPBytes = int64(cfg.MaxHTTPBytes)
+	if p.maxHTTPBytes <= 0 {
+		p.maxHTTPBytes = DefaultMaxHTTPBytes
+	}
 	p.maxOutput = int64(cfg.MaxOutput)
 	if p.maxOutput <= 0 {
 		p.maxOutput = DefaultMaxOutput
@@ -525,6 +545,8 @@ type instance struct {
 	varBytes    int
 	httpStatus  int32
 	httpHeaders map[string]string
+	httpCount   int   // http_requests of the current call
+	httpBytes   int64 // response body bytes of the current call
 }
 
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
@@ -593,7 +615,7 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 	in.fault, in.errMsg, in.inputOffOK = nil, "", false
 	in.stderr.reset()
 	in.lim.take()
-	in.export, in.tooBig = fn, 0
+	in.export, in.tooBig, in.httpCount, in.httpBytes = fn, 0, 0, 0
 	rc, out, err := in.ext.CallWithContext(context.WithValue(ctx, instKey{}, in), fn, input)
 	in.callCtx = nil
 	if in.tooBig > 0 && ctx.Err() == nil && in.fault == nil {
