@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost/internal/termsafe"
 )
 
 // Guest logging bounds: a guest's stdout, stderr and log_* calls go to the
@@ -58,7 +59,10 @@ func (g *guestLog) emitN(level hclog.Level, stream string, msg []byte, total int
 	if dropped > 0 {
 		g.logger.Warn("guest log lines dropped (over rate limit)", "dropped", dropped, "limit_per_second", maxLogLinesPerSecond)
 	}
-	g.logger.Log(level, string(msg), "stream", stream)
+	// The message is written raw by hclog's text format: control characters
+	// are escaped so a guest cannot forge host log lines or drive the
+	// terminal.
+	g.logger.Log(level, termsafe.Line(string(msg)), "stream", stream)
 }
 
 // lineWriter is an instance's stdout or stderr: it splits the guest's writes

@@ -22,7 +22,7 @@ func (c *cli) inspect(args []string) int {
 	}
 	r, err := sandbox.Inspect(context.Background(), pos[0], nil)
 	if err != nil && r == nil {
-		fmt.Fprintf(c.stderr, "toolhost: inspect: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: inspect: %s\n", esc(err))
 		return exitCallError
 	}
 	if *asJSON {
@@ -33,7 +33,7 @@ func (c *cli) inspect(args []string) int {
 		c.printReport(r)
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: inspect: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: inspect: %s\n", esc(err))
 		return exitCallError
 	}
 	return exitOK
@@ -43,7 +43,7 @@ func (c *cli) printReport(r *sandbox.Report) {
 	w := c.stdout
 	fmt.Fprintf(w, "plugin:   %s (%d bytes, sha256 %s)\n", r.Path, r.Size, r.SHA256)
 	fmt.Fprintf(w, "abi:      %s\n", dash(string(r.ABI)))
-	fmt.Fprintf(w, "exports:  %s\n", strings.Join(r.Exports, ", "))
+	fmt.Fprintf(w, "exports:  %s\n", esc(strings.Join(r.Exports, ", ")))
 	var needs []string
 	for _, n := range []struct {
 		on   bool
@@ -62,16 +62,16 @@ func (c *cli) printReport(r *sandbox.Report) {
 	if len(needs) == 0 {
 		needs = []string{"none"}
 	}
-	fmt.Fprintf(w, "imports:  %s\n", strings.Join(needs, ", "))
+	fmt.Fprintf(w, "imports:  %s\n", esc(strings.Join(needs, ", ")))
 	if len(r.ConfigKeys) > 0 {
-		fmt.Fprintf(w, "config keys read while listing tools: %s\n", strings.Join(r.ConfigKeys, ", "))
+		fmt.Fprintf(w, "config keys read while listing tools: %s\n", esc(strings.Join(r.ConfigKeys, ", ")))
 	}
 	if r.Resources || r.Prompts {
 		fmt.Fprintf(w, "also:     resources=%v prompts=%v\n", r.Resources, r.Prompts)
 	}
 	fmt.Fprintf(w, "\ntools (%d):\n", len(r.Tools))
 	for _, t := range r.Tools {
-		fmt.Fprintf(w, "\n  %s — %s\n", t.Name, firstLine(t.Description, 100))
+		fmt.Fprintf(w, "\n  %s — %s\n", esc(t.Name), esc(firstLine(t.Description, 100)))
 		schema, _ := json.MarshalIndent(t.InputSchema, "    ", "  ")
 		fmt.Fprintf(w, "    input schema: %s\n", schema)
 		if t.OutputSchema != nil {
@@ -82,7 +82,7 @@ func (c *cli) printReport(r *sandbox.Report) {
 	fmt.Fprintf(w, "\nimported functions:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, im := range r.Imports {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", im.Module, im.Name, im.Signature)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", esc(im.Module), esc(im.Name), im.Signature)
 	}
 	tw.Flush()
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/termsafe"
 )
 
 // Exit codes.
@@ -163,7 +164,7 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	defer stop()
 	h, err := host.New(ctx, cfg, &host.Options{Logger: c.logger})
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return exitUsage
 	}
 	defer func() {
@@ -173,7 +174,7 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	}()
 	for _, st := range h.Status() {
 		if st.State == host.StateFailed || st.State == host.StateRestarting {
-			fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, st.LastError)
+			fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, esc(st.LastError))
 		}
 	}
 	return f(ctx, h)
@@ -192,7 +193,7 @@ func (c *cli) view(h *host.Host, profile string) (catalogue, int) {
 	}
 	v, err := h.Profile(profile)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return nil, exitUsage
 	}
 	return v, exitOK
@@ -212,7 +213,7 @@ func (c *cli) tools(args []string) int {
 		}
 		tools, err := v.Tools(ctx)
 		if err != nil {
-			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+			fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 			return exitCallError
 		}
 		if *asJSON {
@@ -235,7 +236,7 @@ func (c *cli) tools(args []string) int {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tBACKEND\tDESCRIPTION")
 		for _, t := range tools {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Backend, firstLine(t.Description, 70))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Backend, esc(firstLine(t.Description, 70)))
 		}
 		tw.Flush()
 		return exitOK
@@ -257,7 +258,7 @@ func (c *cli) printJSON(v any) int {
 	enc := json.NewEncoder(c.stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return exitCallError
 	}
 	return exitOK
@@ -284,11 +285,11 @@ func (c *cli) call(args []string) int {
 		start := time.Now()
 		res, err := v.CallTool(ctx, name, json.RawMessage(*argJSON))
 		if errors.Is(err, host.ErrToolNotAllowed) {
-			fmt.Fprintf(c.stderr, "toolhost: call denied: %v\n", err)
+			fmt.Fprintf(c.stderr, "toolhost: call denied: %s\n", esc(err))
 			return exitDenied
 		}
 		if err != nil {
-			fmt.Fprintf(c.stderr, "toolhost: call failed: %v\n", err)
+			fmt.Fprintf(c.stderr, "toolhost: call failed: %s\n", esc(err))
 			return exitCallError
 		}
 		c.logger.Debug("call done", "tool", name, "elapsed", time.Since(start))
@@ -297,7 +298,7 @@ func (c *cli) call(args []string) int {
 				return code
 			}
 		} else {
-			printResult(c.stdout, res)
+			printResult(c.stdout, res, isTerminal(c.stdout))
 		}
 		if res.IsError {
 			fmt.Fprintf(c.stderr, "toolhost: tool %s returned an error result\n", name)
@@ -309,34 +310,39 @@ func (c *cli) call(args []string) int {
 
 // printResult writes a result for a person: text as is, structured content
 // as indented JSON when there is no text, and a one-line summary of other
-// content.
-func printResult(w io.Writer, res *mcp.CallToolResult) {
+// content. On a terminal, control characters in it are escaped
+// (termsafe.Text: newlines and tabs kept, ESC, CR, ... shown as \x1b, \r).
+func printResult(w io.Writer, res *mcp.CallToolResult, terminal bool) {
+	text, line := func(s string) string { return s }, func(s string) string { return s }
+	if terminal {
+		text, line = termsafe.Text, termsafe.Line
+	}
 	hasText := false
 	for _, ct := range res.Content {
 		switch ct := ct.(type) {
 		case *mcp.TextContent:
 			hasText = true
-			fmt.Fprintln(w, ct.Text)
+			fmt.Fprintln(w, text(ct.Text))
 		case *mcp.ImageContent:
-			fmt.Fprintf(w, "[image %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+			fmt.Fprintf(w, "[image %s, %d bytes]\n", line(ct.MIMEType), len(ct.Data))
 		case *mcp.AudioContent:
-			fmt.Fprintf(w, "[audio %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+			fmt.Fprintf(w, "[audio %s, %d bytes]\n", line(ct.MIMEType), len(ct.Data))
 		case *mcp.ResourceLink:
-			fmt.Fprintf(w, "[resource link %s %s]\n", ct.URI, ct.Name)
+			fmt.Fprintf(w, "[resource link %s %s]\n", line(ct.URI), line(ct.Name))
 		case *mcp.EmbeddedResource:
 			if ct.Resource != nil && ct.Resource.Text != "" {
-				fmt.Fprintln(w, ct.Resource.Text)
+				fmt.Fprintln(w, text(ct.Resource.Text))
 			} else if ct.Resource != nil {
-				fmt.Fprintf(w, "[resource %s, %d bytes]\n", ct.Resource.URI, len(ct.Resource.Blob))
+				fmt.Fprintf(w, "[resource %s, %d bytes]\n", line(ct.Resource.URI), len(ct.Resource.Blob))
 			}
 		default:
 			b, _ := json.Marshal(ct)
-			fmt.Fprintln(w, string(b))
+			fmt.Fprintln(w, text(string(b)))
 		}
 	}
 	if res.StructuredContent != nil && !hasText {
 		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
-		fmt.Fprintln(w, string(b))
+		fmt.Fprintln(w, text(string(b)))
 	}
 }
 
@@ -410,7 +416,7 @@ func printStatus(w io.Writer, st []host.BackendStatus) {
 		if len(s.OpenTools) > 0 {
 			circuit += fmt.Sprintf(" (%d tools open)", len(s.OpenTools))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Kind, s.State, pid, uptime, s.Restarts, health, circuit, s.Tools, dash(firstLine(s.LastError, 100)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Kind, s.State, pid, uptime, s.Restarts, health, circuit, s.Tools, dash(esc(firstLine(s.LastError, 100))))
 	}
 	tw.Flush()
 }
@@ -488,12 +494,12 @@ func (c *cli) check(args []string) int {
 func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config, profile string) int {
 	v, err := h.Profile(profile)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return exitUsage
 	}
 	code := exitOK
 	for _, msg := range h.ToolOptionProblems() {
-		fmt.Fprintf(c.stdout, "warning: %s\n", msg)
+		fmt.Fprintf(c.stdout, "warning: %s\n", esc(msg))
 	}
 	p := cfg.Profiles[profile]
 	fmt.Fprintf(c.stdout, "\nprofile %s\n", profile)
@@ -503,7 +509,7 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 	}
 	for _, b := range p.Requires {
 		if s := st[b]; s.State != host.StateReady {
-			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, dash(firstLine(s.LastError, 100)))
+			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, dash(esc(firstLine(s.LastError, 100))))
 			code = exitCallError
 		} else {
 			fmt.Fprintf(c.stdout, "requires %s: ready\n", b)
@@ -511,7 +517,7 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 	}
 	for _, b := range p.Recommends {
 		if s := st[b]; s.State != host.StateReady {
-			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, dash(firstLine(s.LastError, 100)))
+			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, dash(esc(firstLine(s.LastError, 100))))
 		}
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
@@ -524,7 +530,7 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Backend, verdict, d.Rule)
 	}
 	for _, e := range h.Excluded() {
-		fmt.Fprintf(tw, "(%s)\t%s\t%s\t%s\n", e.Tool, e.Backend, "not registered", e.Reason)
+		fmt.Fprintf(tw, "(%s)\t%s\t%s\t%s\n", esc(e.Tool), e.Backend, "not registered", esc(e.Reason))
 	}
 	tw.Flush()
 	return code

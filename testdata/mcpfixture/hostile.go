@@ -21,8 +21,10 @@ import (
 //	                and a nextCursor
 //	big-pages       tools/list answers -hostile-tools tools per page, with a
 //	                nextCursor for -hostile-pages pages
-//	escapes         adds the tool "forge", whose description, results and
-//	                error texts carry ESC, CR and newlines (terminal forgery)
+//	escapes         adds the tools "forge" (its description and result) and
+//	                "forge_error" (an error result) whose texts carry ESC, CR
+//	                and newlines (terminal forgery); tools/call of
+//	                "forge_rpc" fails with a JSON-RPC error of such text
 var (
 	hostileModes = flag.String("hostile", "", "adversarial modes: list-error, call-error, big-info, endless-cursor, big-pages, escapes")
 	hostileSize  = flag.Int("hostile-size", 8<<20, "bytes of the oversized texts of -hostile")
@@ -67,6 +69,10 @@ func addHostile(s *mcp.Server) {
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: Forged}}}, nil
 			})
+		s.AddTool(&mcp.Tool{Name: "forge_rpc", Description: "Fails with a JSON-RPC error that forges terminal output.", InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return nil, errors.New(Forged)
+			})
 		s.AddTool(&mcp.Tool{Name: "forge_error", Description: "A tool error result that forges terminal output.", InputSchema: map[string]any{"type": "object"}},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: Forged}}}, nil
@@ -97,8 +103,13 @@ func addHostile(s *mcp.Server) {
 					return res, nil
 				}
 			case "tools/call":
-				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil && p.Name == "rpcerror" && hostile("call-error") {
-					return nil, errors.New(strings.Repeat("E", *hostileSize))
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+					switch {
+					case p.Name == "rpcerror" && hostile("call-error"):
+						return nil, errors.New(strings.Repeat("E", *hostileSize))
+					case p.Name == "forge_rpc" && hostile("escapes"):
+						return nil, errors.New(Forged)
+					}
 				}
 			}
 			return next(ctx, method, req)
