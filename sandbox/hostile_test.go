@@ -23,6 +23,9 @@ import (
 // reports the host's peak RSS growth and the most descriptors it held
 // (`go test -run TestHostileMix -v ./sandbox/`).
 func TestHostileMix(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a resident-memory measurement: run it without -race (go test ./sandbox/)")
+	}
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		t.Skipf("cannot reset the peak RSS: %v", err)
 	}

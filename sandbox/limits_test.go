@@ -235,6 +235,9 @@ func procStatus(t *testing.T, field string) int64 {
 // more than instances × memory (measured: without reserved mappings,
 // wazero's append growth and GC lag made it about 4×).
 func TestMemoryBoundHolds(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a resident-memory measurement: run it without -race (go test ./sandbox/)")
+	}
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		t.Skipf("cannot reset the peak RSS: %v", err)
 	}
