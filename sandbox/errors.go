@@ -76,8 +76,7 @@ var (
 	ErrOpenFiles = errors.New("plugin open-file limit exceeded")
 
 	// ErrBusy: every instance of the plugin stayed busy until the caller's
-	// deadline (or, for a caller without one, for one plugin timeout), so
-	// the call never started. Also wraps context.DeadlineExceeded. Not a
+	// deadline, so the call never started. Also wraps context.DeadlineExceeded. Not a
 	// failure of the plugin: the host does not count it against the
 	// plugin's circuit breakers. Raise instances, or the caller's deadline.
 	ErrBusy = errors.New("no plugin instance free")

@@ -725,15 +725,10 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte
 		return nil, p.errorf("%s: request of %d bytes exceeds the input limit of %d bytes (half the memory cap of %s; the Extism kernel would silently drop it): %w",
 			fn, len(input), p.maxInput, pagesSize(uint64(p.memPages)), ErrInputTooLarge)
 	}
-	// Waiting for a free instance is bounded by the caller's deadline (or,
-	// when the caller has none, by one plugin timeout) and by Close; the
-	// plugin timeout starts once the call has an instance slot.
-	wctx, wcancel := parent, context.CancelFunc(func() {})
-	if _, ok := parent.Deadline(); !ok {
-		wctx, wcancel = context.WithTimeout(parent, p.timeout)
-	}
-	defer wcancel()
-	if err := p.wait(wctx, parent, fn); err != nil {
+	// Waiting for a free instance is bounded by the caller's deadline and
+	// by Close (every running call is bounded by its timeout, so the queue
+	// drains); the plugin timeout starts once the call has an instance slot.
+	if err := p.wait(parent, parent, fn); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(parent, p.timeout)
