@@ -215,6 +215,19 @@ type Plugin struct {
 	Isolation string `toml:"isolation"`
 	// MaxOutput caps one result's size (0 means the sandbox default).
 	MaxOutput Size `toml:"max_output"`
+	// MaxOpenFiles caps the files (and directories) one instance may hold
+	// open in its mounts at once (0 means the sandbox default, 128).
+	MaxOpenFiles int `toml:"max_open_files"`
+	// MaxHTTPRequests caps the http_request calls of one plugin call (0
+	// means the sandbox default, 64).
+	MaxHTTPRequests int `toml:"max_http_requests"`
+	// MaxHTTPBytes caps the response bytes (bodies) of all http_request
+	// calls of one plugin call (0 means the sandbox default, 64MiB).
+	MaxHTTPBytes Size `toml:"max_http_bytes"`
+	// MountQuota optionally caps the bytes a plugin may store under an rw
+	// mount, keyed by the guest path of an allowed_paths entry ("/out" =
+	// "100MiB"). Parsed into Mounts[i].Quota at load. Unset: no quota.
+	MountQuota map[string]Size `toml:"mount_quota"`
 	// Config is key/value configuration visible to this plugin only; values
 	// may use ${VAR}.
 	Config map[string]string `toml:"config"`
@@ -240,4 +253,7 @@ type Mount struct {
 	Host string
 	// ReadWrite is true for "rw:" entries.
 	ReadWrite bool
+	// Quota caps the bytes of the files under the mount (mount_quota; 0:
+	// none). Only rw mounts may have one.
+	Quota Size
 }

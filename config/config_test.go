@@ -246,7 +246,7 @@ memory = 131072
 	if want := []string{"*.example.com", "127.0.0.1"}; !slices.Equal(p.AllowedHosts, want) {
 		t.Errorf("AllowedHosts = %q, want %q", p.AllowedHosts, want)
 	}
-	wantMounts := []Mount{{"/a", "/base/a", false}, {"/m", "/base/m", false}, {"/z", "/abs/z", true}}
+	wantMounts := []Mount{{Guest: "/a", Host: "/base/a"}, {Guest: "/m", Host: "/base/m"}, {Guest: "/z", Host: "/abs/z", ReadWrite: true}}
 	if !reflect.DeepEqual(p.Mounts, wantMounts) {
 		t.Errorf("Mounts = %+v, want %+v", p.Mounts, wantMounts)
 	}

@@ -419,6 +419,18 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 			}
 		}
 		*p = out
+	case *map[string]Size:
+		m, ok := l.tableOf(prim, key, `a table of sizes, like { "/out" = "100MiB" }`)
+		if !ok {
+			return
+		}
+		out := make(map[string]Size, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			var v Size
+			l.field(m[k], append(key[:len(key):len(key)], k), reflect.ValueOf(&v).Elem())
+			out[k] = v
+		}
+		*p = out
 	case *Duration:
 		switch r := raw.(type) {
 		case string:

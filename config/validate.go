@@ -32,6 +32,8 @@ const (
 	maxWasmMemory = 65536 * wasmPage
 	// maxInstances bounds a plugin's instance pool.
 	maxInstances = 256
+	// maxPluginCount bounds max_open_files and max_http_requests.
+	maxPluginCount = 1 << 20
 )
 
 // validate checks cfg once decoded and fills in defaults. It runs even when
@@ -224,7 +226,33 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 			continue
 		}
 		m.Host = resolvePath(l.dir, v)
+		if q, ok := p.MountQuota[guest]; ok {
+			m.Quota = q
+		}
 		p.Mounts = append(p.Mounts, m)
+	}
+	for _, guest := range slices.Sorted(maps.Keys(p.MountQuota)) {
+		qk := append(k("mount_quota"), guest)
+		v, ok := p.AllowedPaths[guest]
+		switch {
+		case !ok:
+			l.errorf(qk, "%q is not a guest path of allowed_paths: name an rw mount", guest)
+		case !strings.HasPrefix(v, "rw:"):
+			l.errorf(qk, "%q is a read-only mount: a quota applies to rw mounts only", guest)
+		case p.MountQuota[guest] == 0:
+			l.errorf(qk, "must be greater than 0: remove the entry for no quota")
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"max_open_files", p.MaxOpenFiles}, {"max_http_requests", p.MaxHTTPRequests}} {
+		if l.isSet(k(c.name)) && (c.v < 1 || c.v > maxPluginCount) {
+			l.errorf(k(c.name), "%d is out of range: use 1 to %d, or remove the key for the sandbox default", c.v, maxPluginCount)
+		}
+	}
+	if l.isSet(k("max_http_bytes")) && p.MaxHTTPBytes == 0 {
+		l.errorf(k("max_http_bytes"), "must be greater than 0: remove the key for the sandbox default")
 	}
 	if l.isSet(k("memory")) || p.Memory != 0 {
 		switch m := int64(p.Memory); {

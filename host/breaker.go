@@ -10,6 +10,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -91,8 +92,9 @@ var errFailed = errors.New("failed")
 // countsAsFailure reports whether err from a call means the backend (or
 // the tool) is failing: it could not be reached, lost the connection, broke
 // the protocol, timed out or trapped. A tool error result, refused
-// arguments, a result over max_output and the caller's own cancellation are
-// not failures of the backend.
+// arguments, a result over max_output, a call that timed out while queued
+// for a plugin instance (sandbox.ErrBusy) and the caller's own cancellation
+// are not failures of the backend.
 func countsAsFailure(err error) bool {
 	switch {
 	case err == nil,
@@ -100,6 +102,7 @@ func countsAsFailure(err error) bool {
 		errors.Is(err, transport.ErrOutputTooLarge),
 		errors.Is(err, ErrInvalidOutput),
 		errors.Is(err, ErrCircuitOpen),
+		errors.Is(err, sandbox.ErrBusy),
 		errors.Is(err, ErrClosed):
 		return false
 	}

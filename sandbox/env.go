@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
@@ -139,6 +141,28 @@ func (in *instance) readBlock(ctx context.Context, off uint64) []byte {
 	return bytes.Clone(b)
 }
 
+// cutPrefix renders the first bytes b of a text of total bytes as at most
+// MaxErrorText bytes (on a UTF-8 boundary) and a note of how many were cut.
+func cutPrefix(b []byte, total int64) string {
+	i := min(len(b), MaxErrorText)
+	for i > 0 && i < len(b) && !utf8.RuneStart(b[i]) {
+		i--
+	}
+	return string(b[:i]) + "… (" + strconv.FormatInt(total-int64(i), 10) + " bytes cut)"
+}
+
+// readBlockPrefix copies at most max bytes of the kernel memory block at
+// off and returns them with the block's full length.
+func (in *instance) readBlockPrefix(ctx context.Context, off uint64, max int64) ([]byte, int64) {
+	n := in.kcall1(ctx, kLength, off)
+	m := min(n, uint64(max))
+	b, ok := in.kmem.Read(uint32(off), uint32(m))
+	if !ok || off > 1<<32 {
+		in.failf(ErrTrap, "invalid memory block at offset %d", off)
+	}
+	return bytes.Clone(b), int64(n)
+}
+
 func (in *instance) free(ctx context.Context, off uint64) {
 	if off != 0 {
 		in.kcall(ctx, kFree, []uint64{off})
@@ -191,14 +215,39 @@ var envFuncs = []hostFn{
 	forward("reset", kReset, nil, nil),
 	forward("error_get", kErrorGet, nil, []api.ValueType{i64}),
 	forward("memory_bytes", kMemoryBytes, nil, []api.ValueType{i64}),
+	// output_set and error_set are checked before anything is copied: an
+	// output over max_output is not handed to the kernel (so the go-sdk
+	// copies nothing) and fails the call with ErrOutputTooLarge; an error
+	// message is cut to MaxErrorText (call_tool/call: counted against
+	// max_output, as it becomes the error result) and the kernel is handed
+	// the cut copy.
 	{"output_set", []api.ValueType{i64, i64}, nil, func(ctx context.Context, in *instance, stack []uint64) {
+		if int64(stack[1]) > in.p.maxOutput {
+			in.tooBig = int64(stack[1])
+			return
+		}
 		in.kcall(ctx, kOutputSet, stack)
 	}},
 	{"error_set", []api.ValueType{i64}, nil, func(ctx context.Context, in *instance, stack []uint64) {
-		if stack[0] != 0 {
-			in.errMsg = string(in.readBlock(ctx, stack[0]))
+		if stack[0] == 0 {
+			in.kcall(ctx, kErrorSet, stack)
+			return
 		}
-		in.kcall(ctx, kErrorSet, stack)
+		limit := int64(MaxErrorText)
+		if in.export == "call_tool" || in.export == "call" {
+			limit = in.p.maxOutput
+		}
+		b, total := in.readBlockPrefix(ctx, stack[0], limit)
+		if total <= limit {
+			in.errMsg = string(b)
+			in.kcall(ctx, kErrorSet, stack)
+			return
+		}
+		if limit == in.p.maxOutput {
+			in.tooBig = total
+		}
+		in.errMsg = cutPrefix(b, total)
+		in.kcall(ctx, kErrorSet, []uint64{in.writeBlock(ctx, []byte(in.errMsg))})
 	}},
 	{"load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(ctx context.Context, in *instance, stack []uint64) {
 		in.bind(ctx)
@@ -316,9 +365,9 @@ const maxVarBytes = 1 << 20
 
 func logFn(name string, level hclog.Level) hostFn {
 	return hostFn{name, []api.ValueType{i64}, nil, func(ctx context.Context, in *instance, stack []uint64) {
-		msg := in.readBlock(ctx, stack[0])
+		msg, total := in.readBlockPrefix(ctx, stack[0], maxLogLine)
 		in.free(ctx, stack[0])
-		in.p.glog.emit(level, "log", msg)
+		in.p.glog.emitN(level, "log", msg, total)
 	}}
 }
 
@@ -342,6 +391,9 @@ func hostFunctions() []extism.HostFunction {
 func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 	in.httpStatus = 0
 	in.httpHeaders = nil
+	if in.httpCount++; in.httpCount > in.p.maxHTTPRequests {
+		in.failf(ErrHTTPLimit, "http_request number %d of this call: over max_http_requests (%d per call); raise it in [plugins.%s] if the tool legitimately needs more", in.httpCount, in.p.maxHTTPRequests, in.p.name)
+	}
 	reqJSON := in.readBlock(ctx, stack[0])
 	in.free(ctx, stack[0])
 	var req struct {
@@ -386,14 +438,19 @@ func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 		in.failf(ErrHostFunction, "http_request %s %s: %v", hreq.Method, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
-	limit := in.p.maxHTTP
+	left := in.p.maxHTTPBytes - in.httpBytes
+	limit := min(in.p.maxHTTP, left)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		in.failf(ErrHostFunction, "http_request %s %s: reading body: %v", hreq.Method, u.Redacted(), err)
 	}
 	if int64(len(b)) > limit {
+		if limit == left {
+			in.failf(ErrHTTPLimit, "http_request %s %s: the call's response bodies exceed max_http_bytes (%d bytes per call); raise it in [plugins.%s] if the tool legitimately needs more", hreq.Method, u.Redacted(), in.p.maxHTTPBytes, in.p.name)
+		}
 		in.failf(ErrHostFunction, "http_request %s %s: response body exceeds %d bytes (a quarter of the memory cap); raise memory", hreq.Method, u.Redacted(), limit)
 	}
+	in.httpBytes += int64(len(b))
 	in.httpStatus = int32(resp.StatusCode)
 	in.httpHeaders = make(map[string]string, len(resp.Header))
 	for k, v := range resp.Header {

@@ -3,7 +3,16 @@ package sandbox
 import (
 	"errors"
 	"strings"
+
+	"github.com/toolhost/toolhost/transport"
 )
+
+// MaxErrorText caps the text of an error message a guest sets with
+// error_set for an operation other than call_tool (and call, v1):
+// transport.MaxErrorText (4096 bytes), then "… (N bytes cut)". A call_tool
+// error message becomes the call's error result and counts against
+// max_output instead (larger: transport.ErrOutputTooLarge).
+const MaxErrorText = transport.MaxErrorText
 
 // Errors returned by sandbox, in addition to the transport sentinels
 // (transport.ErrTimeout, transport.ErrOutputTooLarge, transport.ErrProtocol,
@@ -57,6 +66,33 @@ var (
 	// malformed request JSON, a full variable store. The call fails and the
 	// instance is discarded.
 	ErrHostFunction = errors.New("plugin host function failed")
+
+	// ErrOpenFiles: an instance tried to hold more files (and directories)
+	// open in its mounts than max_open_files (default
+	// DefaultMaxOpenFiles). The open fails in the guest (EIO), the call
+	// fails with this error, and the instance is discarded, which closes
+	// every file it held. Raise max_open_files if the tool legitimately
+	// needs more.
+	ErrOpenFiles = errors.New("plugin open-file limit exceeded")
+
+	// ErrBusy: every instance of the plugin stayed busy until the caller's
+	// deadline, so the call never started. Also wraps context.DeadlineExceeded. Not a
+	// failure of the plugin: the host does not count it against the
+	// plugin's circuit breakers. Raise instances, or the caller's deadline.
+	ErrBusy = errors.New("no plugin instance free")
+
+	// ErrHTTPLimit: one call issued more http_requests than
+	// max_http_requests (default DefaultMaxHTTPRequests), or read more
+	// response body bytes in all than max_http_bytes (default
+	// DefaultMaxHTTPBytes). The request over the cap is not sent (or its
+	// body not delivered); the call fails and the instance is discarded.
+	ErrHTTPLimit = errors.New("plugin HTTP limit exceeded")
+
+	// ErrQuota: a write would take the files under an rw mount beyond its
+	// mount_quota. The write fails in the guest (EIO), the call fails with
+	// this error and the instance is discarded; what was written before
+	// stays. Remove files, or raise the quota.
+	ErrQuota = errors.New("plugin mount quota exceeded")
 
 	// ErrGuest: the plugin reported a failure of a non-tool operation
 	// (error_set and a non-zero return from list_tools, read_resource, ...),

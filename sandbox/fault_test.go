@@ -66,6 +66,7 @@ func TestFaultsAreContained(t *testing.T) {
 	}))
 	defer srv.Close()
 	hostport := strings.TrimPrefix(srv.URL, "http://")
+	port := hostport[strings.LastIndex(hostport, ":")+1:]
 
 	mounted := t.TempDir()
 	outside := t.TempDir()
@@ -114,6 +115,19 @@ func TestFaultsAreContained(t *testing.T) {
 			call: call{"fetch", map[string]any{"url": "http://localhost" + hostport[strings.LastIndex(hostport, ":"):] + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
 		{name: "netout/metadata", cfg: config.Plugin{AllowedHosts: []string{"*"}},
 			call: call{"fetch", map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}}, wantErr: []error{ErrHostDenied}, wantMsg: "cloud metadata"},
+		// A literal entry exempts only the host:port it names, and only for
+		// a request that matched it: another entry (a glob, any port) that
+		// lets the same address through gets the loopback refusal.
+		{name: "netout/literal-other-port-by-ip", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1:1", "*"}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
+		{name: "netout/literal-other-port-by-name", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1:1", "local*:" + port}},
+			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
+		{name: "netout/literal-any-port-glob-name", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1", "local*"}},
+			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
+		{name: "netout/literal-with-port", cfg: config.Plugin{AllowedHosts: []string{hostport}},
+			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantRes: "200 hello from loopback"},
+		{name: "netout/literal-name-with-port", cfg: config.Plugin{AllowedHosts: []string{"localhost:" + port}},
+			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantRes: "200 hello from loopback"},
 		{name: "netout/no-hosts", call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}},
 		{name: "netout/scheme", cfg: config.Plugin{AllowedHosts: []string{"*"}},
 			call: call{"fetch", map[string]any{"url": "file:///etc/passwd"}}, wantErr: []error{ErrHostDenied}, wantMsg: "scheme"},
@@ -192,6 +206,63 @@ func TestFaultsAreContained(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(outside, "pwned.txt")); err == nil {
 			t.Error("write escaped the mount")
+		}
+	})
+
+	// Dangling symlinks: a link in an rw mount to a file outside it that
+	// does not exist yet must not be followed on create, open or rename,
+	// and readlink must not reveal host paths outside the mount.
+	t.Run("escape/dangling", func(t *testing.T) {
+		rwdir := t.TempDir()
+		out := t.TempDir()
+		os.WriteFile(filepath.Join(rwdir, "src.txt"), []byte("src"), 0o644)
+		os.WriteFile(filepath.Join(rwdir, "inside.txt"), []byte("inside"), 0o644)
+		os.Mkdir(filepath.Join(rwdir, "sub"), 0o755)
+		os.Symlink(filepath.Join(out, "created.txt"), filepath.Join(rwdir, "dangle"))
+		os.Symlink(filepath.Join(out, "nodir", "x.txt"), filepath.Join(rwdir, "dangle-deep"))
+		os.Symlink("../../"+filepath.Base(out)+"/rel.txt", filepath.Join(rwdir, "sub", "dangle-rel"))
+		os.Symlink(out, filepath.Join(rwdir, "outdir"))
+		os.Symlink(filepath.Join(rwdir, "chain2"), filepath.Join(rwdir, "chain1"))
+		os.Symlink(filepath.Join(out, "chained.txt"), filepath.Join(rwdir, "chain2"))
+		os.Symlink("inside.txt", filepath.Join(rwdir, "rel-inside"))
+		os.Symlink(filepath.Join(rwdir, "inside.txt"), filepath.Join(rwdir, "abs-inside"))
+		rw := connect(t, e, "escape", config.Plugin{Name: "escape-dangling", Mounts: []config.Mount{{Guest: "/data", Host: rwdir, ReadWrite: true}}}, nil)
+		stop := hammer(t, echo)
+		defer stop()
+		for _, c := range []struct {
+			tool, path, to, want string
+		}{
+			{"write", "/data/dangle", "", "err"},
+			{"create", "/data/dangle", "", "err"},
+			{"write", "/data/dangle-deep", "", "err"},
+			{"write", "/data/sub/dangle-rel", "", "err"},
+			{"write", "/data/chain1", "", "err"},
+			{"create", "/data/chain1", "", "err"},
+			{"write", "/data/outdir/new.txt", "", "err"},
+			{"stat", "/data/dangle", "", "err"},
+			{"rename", "/data/src.txt", "/data/outdir/moved.txt", "err"},
+			{"rename", "/data/src.txt", "/data/dangle", "err"},
+			{"readlink", "/data/dangle", "", "err"},
+			{"readlink", "/data/outdir", "", "err"},
+			{"readlink", "/data/chain1", "", "err"},
+			{"readlink", "/data/rel-inside", "", "ok inside.txt"},
+			{"readlink", "/data/abs-inside", "", "ok inside.txt"},
+			{"read", "/data/rel-inside", "", "ok inside"},
+			{"read", "/data/abs-inside", "", "ok inside"},
+			{"write", "/data/fine.txt", "", "ok"},
+		} {
+			got := callText(t, rw, c.tool, map[string]any{"path": c.path, "to": c.to})
+			t.Logf("%s %s %s -> %s", c.tool, c.path, c.to, got)
+			if !strings.HasPrefix(got, c.want) {
+				t.Errorf("%s %s %s = %q, want %q...", c.tool, c.path, c.to, got, c.want)
+			}
+			if strings.Contains(got, out) || strings.Contains(got, rwdir) {
+				t.Errorf("%s %s revealed a host path: %q", c.tool, c.path, got)
+			}
+		}
+		ents, _ := os.ReadDir(out)
+		for _, d := range ents {
+			t.Errorf("the plugin created %s outside its mount", filepath.Join(out, d.Name()))
 		}
 	})
 }

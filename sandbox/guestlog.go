@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost/internal/termsafe"
 )
 
 // Guest logging bounds: a guest's stdout, stderr and log_* calls go to the
@@ -31,11 +32,16 @@ type guestLog struct {
 }
 
 func (g *guestLog) emit(level hclog.Level, stream string, msg []byte) {
+	g.emitN(level, stream, msg, int64(len(msg)))
+}
+
+// emitN is emit for a message of total bytes of which msg is the start.
+func (g *guestLog) emitN(level hclog.Level, stream string, msg []byte, total int64) {
 	if level < g.logger.GetLevel() {
 		return
 	}
-	if len(msg) > maxLogLine {
-		msg = append(msg[:maxLogLine:maxLogLine], "… (truncated "+strconv.Itoa(len(msg)-maxLogLine)+" bytes)"...)
+	if total > maxLogLine {
+		msg = append(msg[:min(len(msg), maxLogLine):min(len(msg), maxLogLine)], "… (truncated "+strconv.FormatInt(total-int64(min(len(msg), maxLogLine)), 10)+" bytes)"...)
 	}
 	now := time.Now()
 	g.mu.Lock()
@@ -53,7 +59,10 @@ func (g *guestLog) emit(level hclog.Level, stream string, msg []byte) {
 	if dropped > 0 {
 		g.logger.Warn("guest log lines dropped (over rate limit)", "dropped", dropped, "limit_per_second", maxLogLinesPerSecond)
 	}
-	g.logger.Log(level, string(msg), "stream", stream)
+	// The message is written raw by hclog's text format: control characters
+	// are escaped so a guest cannot forge host log lines or drive the
+	// terminal.
+	g.logger.Log(level, termsafe.Line(string(msg)), "stream", stream)
 }
 
 // lineWriter is an instance's stdout or stderr: it splits the guest's writes

@@ -29,11 +29,14 @@ import (
 // metadata endpoints 169.254.169.254 and fd00:ec2::254), CGNAT (RFC 6598),
 // unspecified, multicast and broadcast addresses — checked on the resolved IP
 // at connect time, so a public name that resolves (or re-resolves: DNS
-// rebinding) to 127.0.0.1 is refused — unless an allowed_hosts entry names
-// the requested host or IP literally (no glob characters).
+// rebinding) to 127.0.0.1 is refused — unless the request's host:port matched
+// an allowed_hosts entry that names the host or IP literally (no glob
+// characters) and, when the entry has a port, that port. The exemption is
+// per request and per entry: with ["127.0.0.1:8081", "*.test:8082"], a
+// request to 127.0.0.1:8082, or to a *.test name on 8082 that resolves to
+// 127.0.0.1, matched only the glob and is refused.
 type httpPolicy struct {
-	rules    []hostRule
-	explicit map[string]bool // literal host names/IPs (normalized), any port
+	rules []hostRule
 }
 
 type hostRule struct {
@@ -51,7 +54,7 @@ func normHost(h string) string {
 }
 
 func newHTTPPolicy(entries []string) (*httpPolicy, error) {
-	p := &httpPolicy{explicit: map[string]bool{}}
+	p := &httpPolicy{}
 	for _, e := range entries {
 		host, port := e, ""
 		if h, pt, err := net.SplitHostPort(e); err == nil {
@@ -70,8 +73,6 @@ func newHTTPPolicy(entries []string) (*httpPolicy, error) {
 				return nil, fmt.Errorf("allowed_hosts entry %q: invalid glob", e)
 			}
 			r.glob = true
-		} else {
-			p.explicit[host] = true
 		}
 		p.rules = append(p.rules, r)
 	}
@@ -80,16 +81,27 @@ func newHTTPPolicy(entries []string) (*httpPolicy, error) {
 
 // allowed reports whether host:port matches an allowed_hosts entry.
 func (p *httpPolicy) allowed(host, port string) bool {
+	ok, _ := p.match(host, port)
+	return ok
+}
+
+// match reports whether host:port matches an allowed_hosts entry, and
+// whether a literal (non-glob) entry matched it: only then may the
+// connection go to a refused address range.
+func (p *httpPolicy) match(host, port string) (allowed, literal bool) {
 	host = normHost(host)
 	for _, r := range p.rules {
 		if r.port != "" && r.port != port {
 			continue
 		}
-		if !r.glob && r.pattern == host || r.glob && doublestar.MatchUnvalidated(r.pattern, host) {
-			return true
+		if !r.glob && r.pattern == host {
+			return true, true
+		}
+		if r.glob && doublestar.MatchUnvalidated(r.pattern, host) {
+			allowed = true
 		}
 	}
-	return false
+	return allowed, false
 }
 
 // deniedError is a policy refusal; it wraps ErrHostDenied.
@@ -169,10 +181,10 @@ func newHTTPClient(p *httpPolicy) *http.Client {
 		if err != nil {
 			return nil, err
 		}
-		if !p.allowed(host, port) {
+		ok, explicit := p.match(host, port)
+		if !ok {
 			return nil, &deniedError{fmt.Sprintf("host %q is not in allowed_hosts", addr)}
 		}
-		explicit := p.explicit[normHost(host)]
 		d := net.Dialer{
 			Timeout: 30 * time.Second,
 			Control: func(_, address string, _ syscall.RawConn) error {
@@ -184,11 +196,11 @@ func newHTTPClient(p *httpPolicy) *http.Client {
 				if err != nil {
 					return err
 				}
-				if explicit || p.explicit[ip.Unmap().String()] {
+				if explicit {
 					return nil
 				}
 				if why := refusedReason(ip); why != "" {
-					return &deniedError{fmt.Sprintf("%s resolves to %s, a %s address; such addresses are refused unless allowed_hosts names the host or IP explicitly (no glob)", host, ip, why)}
+					return &deniedError{fmt.Sprintf("%s resolves to %s, a %s address; such addresses are refused unless the request matches an allowed_hosts entry that names this host (or IP) and port explicitly (no glob)", addr, ip, why)}
 				}
 				return nil
 			},

@@ -13,9 +13,6 @@ import (
 	"github.com/toolhost/toolhost/transport"
 )
 
-// maxListPages bounds how many nextCursor pages a list operation follows.
-const maxListPages = 100
-
 // callContext is the "context" member of a v2 input.
 type callContext struct {
 	// ID numbers the plugin's calls (1, 2, ...), for correlating logs.
@@ -106,17 +103,16 @@ func (p *Plugin) listOnce(ctx, parent context.Context, in *instance, cursor stri
 }
 
 // ListTools calls list_tools (v2) or describe (v1), following nextCursor
-// (v2) for at most 100 pages. A tool without inputSchema gets
+// (v2) for at most transport.MaxListPages (100) pages and
+// transport.MaxTools (10000) tools in all (beyond: transport.ErrListLimit). A tool without inputSchema gets
 // {"type":"object"}. Output that is not a tools list wraps
 // transport.ErrProtocol; a guest-reported failure wraps ErrGuest.
 func (p *Plugin) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	export := p.listExport()
 	var all []*mcp.Tool
+	var lc transport.ListCap
 	cursor := ""
-	for page := 0; ; page++ {
-		if page == maxListPages {
-			return nil, p.errorf("%s: more than %d pages of tools: %w", export, maxListPages, transport.ErrProtocol)
-		}
+	for {
 		out, err := p.invoke(ctx, export, p.listInput(cursor))
 		if err != nil {
 			return nil, err
@@ -125,9 +121,15 @@ func (p *Plugin) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := lc.Page("tools", len(res.Tools)); err != nil {
+			return nil, p.errorf("%s: %w", export, err)
+		}
 		all = append(all, res.Tools...)
 		if p.abi == ABIv1 || res.NextCursor == "" {
 			return all, nil
+		}
+		if lc.Pages == transport.MaxListPages {
+			return nil, p.errorf("%s: %w", export, lc.Page("tools", 0))
 		}
 		cursor = res.NextCursor
 	}
@@ -219,8 +221,9 @@ func (p *Plugin) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
 		return nil, p.unsupported("list_resources", "list_resources")
 	}
 	var all []*mcp.Resource
+	var lc transport.ListCap
 	cursor := ""
-	for page := 0; page < maxListPages; page++ {
+	for {
 		out, err := p.invoke(ctx, "list_resources", p.listInput(cursor))
 		if err != nil {
 			return nil, err
@@ -234,13 +237,18 @@ func (p *Plugin) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := lc.Page("resources", len(res.Resources)); err != nil {
+			return nil, p.errorf("list_resources: %w", err)
+		}
 		all = append(all, res.Resources...)
 		if res.NextCursor == "" {
 			return all, nil
 		}
+		if lc.Pages == transport.MaxListPages {
+			return nil, p.errorf("list_resources: %w", lc.Page("resources", 0))
+		}
 		cursor = res.NextCursor
 	}
-	return nil, p.errorf("list_resources: more than %d pages: %w", maxListPages, transport.ErrProtocol)
 }
 
 // ReadResource calls read_resource (v2 only) with {"request": params, ...}.
@@ -268,8 +276,9 @@ func (p *Plugin) ListPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 		return nil, p.unsupported("list_prompts", "list_prompts")
 	}
 	var all []*mcp.Prompt
+	var lc transport.ListCap
 	cursor := ""
-	for page := 0; page < maxListPages; page++ {
+	for {
 		out, err := p.invoke(ctx, "list_prompts", p.listInput(cursor))
 		if err != nil {
 			return nil, err
@@ -283,13 +292,18 @@ func (p *Plugin) ListPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := lc.Page("prompts", len(res.Prompts)); err != nil {
+			return nil, p.errorf("list_prompts: %w", err)
+		}
 		all = append(all, res.Prompts...)
 		if res.NextCursor == "" {
 			return all, nil
 		}
+		if lc.Pages == transport.MaxListPages {
+			return nil, p.errorf("list_prompts: %w", lc.Page("prompts", 0))
+		}
 		cursor = res.NextCursor
 	}
-	return nil, p.errorf("list_prompts: more than %d pages: %w", maxListPages, transport.ErrProtocol)
 }
 
 // GetPrompt calls get_prompt (v2 only) with {"request": params, ...}. It

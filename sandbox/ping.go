@@ -27,6 +27,9 @@ func (p *Plugin) Ping(ctx context.Context) error {
 	defer p.ops.Done()
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	if err := p.wait(ctx, ctx, "ping"); err != nil {
+		return err
+	}
 	in, err := p.acquire(ctx, ctx, "ping")
 	if err != nil {
 		return err

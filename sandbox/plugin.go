@@ -39,6 +39,20 @@ const (
 	// DefaultMaxOutput caps one result (max_output unset): 4 MiB.
 	DefaultMaxOutput = 4 << 20
 
+	// DefaultMaxOpenFiles caps the files one instance may hold open in its
+	// mounts (max_open_files unset): 128. The host-wide worst case is the
+	// sum over plugins of max_open_files × instances.
+	DefaultMaxOpenFiles = 128
+
+	// DefaultMaxHTTPRequests caps one call's http_request calls
+	// (max_http_requests unset): 64.
+	DefaultMaxHTTPRequests = 64
+
+	// DefaultMaxHTTPBytes caps the response bodies one call reads through
+	// http_request, in all (max_http_bytes unset): 64 MiB. One body is
+	// also capped at a quarter of the memory cap.
+	DefaultMaxHTTPBytes = 64 << 20
+
 	// PageSize is the WebAssembly page size: memory caps are rounded up to
 	// whole pages.
 	PageSize = 65536
@@ -115,12 +129,19 @@ type Plugin struct {
 	maxInput  int64
 	maxOutput int64
 	maxHTTP   int64
-	size      int
-	fresh     bool
+	// maxHTTPRequests and maxHTTPBytes cap one call's http_requests.
+	maxHTTPRequests int
+	maxHTTPBytes    int64
+	size            int
+	fresh           bool
 
 	httpPolicy *httpPolicy
 	http       *http.Client
-	fsConfig   wazero.FSConfig
+	mounts     []mount
+	maxFiles   int64
+
+	// probe marks measureMemory's uncapped copy (its own allocator).
+	probe bool
 
 	// onConfigGet, when set (by Inspect), sees every config_get key.
 	onConfigGet func(key string)
@@ -177,6 +198,14 @@ func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
 	memBytes := pages * PageSize
 	p.maxInput = memBytes / 2
 	p.maxHTTP = memBytes / 4
+	p.maxHTTPRequests = cfg.MaxHTTPRequests
+	if p.maxHTTPRequests <= 0 {
+		p.maxHTTPRequests = DefaultMaxHTTPRequests
+	}
+	p.maxHTTPBytes = int64(cfg.MaxHTTPBytes)
+	if p.maxHTTPBytes <= 0 {
+		p.maxHTTPBytes = DefaultMaxHTTPBytes
+	}
 	p.maxOutput = int64(cfg.MaxOutput)
 	if p.maxOutput <= 0 {
 		p.maxOutput = DefaultMaxOutput
@@ -186,6 +215,10 @@ func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
 		p.size = DefaultInstances()
 	}
 	p.fresh = cfg.Isolation == "fresh"
+	p.maxFiles = int64(cfg.MaxOpenFiles)
+	if p.maxFiles <= 0 {
+		p.maxFiles = DefaultMaxOpenFiles
+	}
 	p.sem = make(chan struct{}, p.size)
 	p.closeCtx, p.closeCancel = context.WithCancel(bgCtx)
 	return p
@@ -310,11 +343,11 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		p.httpPolicy = &httpPolicy{}
 	}
 	if len(p.cfg.Mounts) > 0 {
-		fsc, err := newMountConfig(p.cfg.Mounts)
+		ms, err := newMounts(p.cfg.Mounts)
 		if err != nil {
 			return nil, p.errorf("allowed_paths: %v (each mount must be an existing host directory): %w", err, transport.ErrStart)
 		}
-		p.fsConfig = fsc
+		p.mounts = ms
 	}
 
 	wasm := rewriteEnvImports(b, mod, "extism:host/env", envModule)
@@ -426,7 +459,7 @@ func (p *Plugin) measureMemory(ctx context.Context, wasm []byte, abi ABI) (uint6
 	cfg.Memory = config.Size(65536 * PageSize)
 	probe := newPlugin(p.e, &cfg, &PluginOptions{Logger: hclog.NewNullLogger(), DefaultTimeout: p.timeout})
 	defer probe.closeCancel()
-	probe.fsConfig, probe.httpPolicy, probe.abi = p.fsConfig, &httpPolicy{}, abi
+	probe.mounts, probe.httpPolicy, probe.abi, probe.probe = p.mounts, &httpPolicy{}, abi, true
 	compiled, err := probe.compile(ctx, wasm, 65536)
 	if err != nil {
 		return 0, err
@@ -498,6 +531,9 @@ type instance struct {
 	kmem   api.Memory
 	kfn    [kCount]api.Function
 
+	lim        *instLimits
+	export     string // the export being called
+	tooBig     int64  // size of an output or call_tool error over max_output
 	callCtx    context.Context
 	inputOff   uint64
 	inputOffOK bool
@@ -509,6 +545,8 @@ type instance struct {
 	varBytes    int
 	httpStatus  int32
 	httpHeaders map[string]string
+	httpCount   int   // http_requests of the current call
+	httpBytes   int64 // response body bytes of the current call
 }
 
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
@@ -522,8 +560,9 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		WithSysNanotime().
 		WithNanosleep(in.sleep).
 		WithRandSource(crand.Reader)
-	if p.fsConfig != nil {
-		mc = mc.WithFSConfig(p.fsConfig)
+	in.lim = &instLimits{maxFiles: p.maxFiles}
+	if len(p.mounts) > 0 {
+		mc = mc.WithFSConfig(fsConfig(p.mounts, in.lim))
 	}
 	p.mu.Lock()
 	compiled := p.compiled
@@ -531,7 +570,11 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	if compiled == nil {
 		return nil, p.errorf("%w", transport.ErrClosed)
 	}
-	ext, err := compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	ictx := ctx
+	if !p.probe {
+		ictx = withReservedMemory(ctx)
+	}
+	ext, err := compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, p.ctxError(ctx, nil, "instantiate")
@@ -571,8 +614,17 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 	in.callCtx = ctx
 	in.fault, in.errMsg, in.inputOffOK = nil, "", false
 	in.stderr.reset()
+	in.lim.take()
+	in.export, in.tooBig, in.httpCount, in.httpBytes = fn, 0, 0, 0
 	rc, out, err := in.ext.CallWithContext(context.WithValue(ctx, instKey{}, in), fn, input)
 	in.callCtx = nil
+	if in.tooBig > 0 && ctx.Err() == nil && in.fault == nil {
+		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for [plugins.%s] or ask for less", fn, in.tooBig, p.maxOutput, transport.ErrOutputTooLarge, p.name)
+	}
+	if lerr := in.lim.take(); lerr != nil && ctx.Err() == nil {
+		in.broken = true
+		return nil, p.errorf("%s: %w; the instance was discarded; raise the limit in [plugins.%s] if the tool legitimately needs more", fn, lerr, p.name)
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -673,6 +725,12 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte
 		return nil, p.errorf("%s: request of %d bytes exceeds the input limit of %d bytes (half the memory cap of %s; the Extism kernel would silently drop it): %w",
 			fn, len(input), p.maxInput, pagesSize(uint64(p.memPages)), ErrInputTooLarge)
 	}
+	// Waiting for a free instance is bounded by the caller's deadline and
+	// by Close (every running call is bounded by its timeout, so the queue
+	// drains); the plugin timeout starts once the call has an instance slot.
+	if err := p.wait(parent, parent, fn); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(parent, p.timeout)
 	defer cancel()
 	stop := context.AfterFunc(p.closeCtx, cancel)
@@ -687,12 +745,32 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte
 	return out, err
 }
 
-func (p *Plugin) acquire(ctx, parent context.Context, fn string) (*instance, error) {
+// wait takes an instance slot (p.sem), waiting at most until ctx is done.
+func (p *Plugin) wait(ctx, parent context.Context, fn string) error {
 	select {
 	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, p.ctxError(ctx, parent, fn+" (waiting for a free instance)")
+		return nil
+	default:
 	}
+	select {
+	case p.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+	case <-p.closeCtx.Done():
+	}
+	switch {
+	case p.isClosed():
+		return p.errorf("%s: %w", fn, transport.ErrClosed)
+	case errors.Is(parent.Err(), context.Canceled):
+		return p.errorf("%s: call cancelled by the caller while waiting for a free instance: %w", fn, context.Canceled)
+	}
+	return p.errorf("%s: all %d instances stayed busy until the caller's deadline: %w: %w; raise instances in [plugins.%s] or the caller's deadline",
+		fn, p.size, ErrBusy, context.DeadlineExceeded, p.name)
+}
+
+// acquire returns an instance for a call that holds a slot (p.sem); on
+// error it gives the slot back.
+func (p *Plugin) acquire(ctx, parent context.Context, fn string) (*instance, error) {
 	if !p.fresh {
 		p.mu.Lock()
 		if n := len(p.idle); n > 0 {

@@ -177,7 +177,7 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 	}
 	cs, err := newClient(h.logger, h.onChange, h.progress, h.copts, h.calls).Connect(ctx, t, nil)
 	if err != nil {
-		return nil, err
+		return nil, capErr(err)
 	}
 	sess := newSession(cs)
 	if h.copts != nil {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 
 	"github.com/hashicorp/go-hclog"
@@ -89,7 +88,7 @@ type session struct {
 }
 
 func newSession(cs *mcp.ClientSession) *session {
-	return &session{cs: cs, init: cs.InitializeResult()}
+	return &session{cs: cs, init: capInit(cs.InitializeResult())}
 }
 
 func (s *session) caps() *mcp.ServerCapabilities {
@@ -99,24 +98,19 @@ func (s *session) caps() *mcp.ServerCapabilities {
 	return s.init.Capabilities
 }
 
-func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
-	var out []T
-	for v, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	if s.caps().Tools == nil {
 		// A server without the tools capability has no tools; that is not an
 		// error for a catalogue.
 		return nil, nil
 	}
-	return collect(s.cs.Tools(ctx, nil))
+	return listPaged(ctx, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
+		r, err := s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Tools, r.NextCursor, nil
+	})
 }
 
 func (s *session) callTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
@@ -127,7 +121,13 @@ func (s *session) listResources(ctx context.Context) ([]*mcp.Resource, error) {
 	if s.caps().Resources == nil {
 		return nil, fmt.Errorf("resources/list: %w", ErrUnsupported)
 	}
-	return collect(s.cs.Resources(ctx, nil))
+	return listPaged(ctx, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
+		r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Resources, r.NextCursor, nil
+	})
 }
 
 func (s *session) readResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
@@ -141,7 +141,13 @@ func (s *session) listPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 	if s.caps().Prompts == nil {
 		return nil, fmt.Errorf("prompts/list: %w", ErrUnsupported)
 	}
-	return collect(s.cs.Prompts(ctx, nil))
+	return listPaged(ctx, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
+		r, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Prompts, r.NextCursor, nil
+	})
 }
 
 func (s *session) getPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
@@ -195,14 +201,19 @@ type ops struct {
 	calls    *callSet        // the tools/call contexts in flight
 }
 
+// run is do with the error's text bounded (capErr).
+func (o ops) run(ctx context.Context, op string, f func(*session) error) error {
+	return capErr(o.do(ctx, op, f))
+}
+
 // Ping implements Transport.
 func (o ops) Ping(ctx context.Context) error {
-	return o.do(ctx, "ping", func(se *session) error { return se.ping(ctx) })
+	return o.run(ctx, "ping", func(se *session) error { return se.ping(ctx) })
 }
 
 // ListTools implements Transport.
 func (o ops) ListTools(ctx context.Context) (tools []*mcp.Tool, err error) {
-	err = o.do(ctx, "tools/list", func(se *session) (err error) { tools, err = se.listTools(ctx); return })
+	err = o.run(ctx, "tools/list", func(se *session) (err error) { tools, err = se.listTools(ctx); return })
 	return tools, err
 }
 
@@ -216,30 +227,30 @@ func (o ops) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.Call
 		defer done()
 		p = withToken(p, token)
 	}
-	err = o.do(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
+	err = o.run(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
 	return res, err
 }
 
 // ListResources implements Transport.
 func (o ops) ListResources(ctx context.Context) (rs []*mcp.Resource, err error) {
-	err = o.do(ctx, "resources/list", func(se *session) (err error) { rs, err = se.listResources(ctx); return })
+	err = o.run(ctx, "resources/list", func(se *session) (err error) { rs, err = se.listResources(ctx); return })
 	return rs, err
 }
 
 // ReadResource implements Transport.
 func (o ops) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
-	err = o.do(ctx, "resources/read", func(se *session) (err error) { res, err = se.readResource(ctx, p); return })
+	err = o.run(ctx, "resources/read", func(se *session) (err error) { res, err = se.readResource(ctx, p); return })
 	return res, err
 }
 
 // ListPrompts implements Transport.
 func (o ops) ListPrompts(ctx context.Context) (ps []*mcp.Prompt, err error) {
-	err = o.do(ctx, "prompts/list", func(se *session) (err error) { ps, err = se.listPrompts(ctx); return })
+	err = o.run(ctx, "prompts/list", func(se *session) (err error) { ps, err = se.listPrompts(ctx); return })
 	return ps, err
 }
 
 // GetPrompt implements Transport.
 func (o ops) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (res *mcp.GetPromptResult, err error) {
-	err = o.do(ctx, "prompts/get", func(se *session) (err error) { res, err = se.getPrompt(ctx, p); return })
+	err = o.run(ctx, "prompts/get", func(se *session) (err error) { res, err = se.getPrompt(ctx, p); return })
 	return res, err
 }

@@ -310,7 +310,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	}
 	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, conn, nil)
 	if err != nil {
-		cause := s.fault(ctx, err)
+		cause := capErr(s.fault(ctx, err))
 		s.Close()
 		return nil, fmt.Errorf("%w: %w", ErrInitialize, cause)
 	}

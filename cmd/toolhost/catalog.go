@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/termsafe"
 )
 
 // The prompts, prompt, resources and read commands: a backend's prompts and
@@ -27,10 +28,10 @@ func denied(err error) bool {
 // failed prints err as the failure of what and returns its exit status.
 func (c *cli) failed(what string, err error) int {
 	if denied(err) {
-		fmt.Fprintf(c.stderr, "toolhost: %s denied: %v\n", what, err)
+		fmt.Fprintf(c.stderr, "toolhost: %s denied: %s\n", what, esc(err))
 		return exitDenied
 	}
-	fmt.Fprintf(c.stderr, "toolhost: %s failed: %v\n", what, err)
+	fmt.Fprintf(c.stderr, "toolhost: %s failed: %s\n", what, esc(err))
 	return exitCallError
 }
 
@@ -63,7 +64,7 @@ func (c *cli) prompts(args []string) int {
 					as = append(as, "["+a.Name+"]")
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Backend, dash(strings.Join(as, " ")), firstLine(p.Description, 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", esc(p.Name), p.Backend, esc(dash(strings.Join(as, " "))), esc(firstLine(p.Description, 60)))
 		}
 		tw.Flush()
 		return exitOK
@@ -123,7 +124,7 @@ func (c *cli) resources(args []string) int {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "URI\tBACKEND\tMIME TYPE\tNAME")
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.URI, r.Backend, dash(r.MIMEType), firstLine(r.Name, 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", esc(r.URI), r.Backend, esc(dash(r.MIMEType)), esc(firstLine(r.Name, 60)))
 		}
 		tw.Flush()
 		return exitOK
@@ -178,16 +179,21 @@ func (c *cli) read(args []string) int {
 		}
 		for _, rc := range res.Contents {
 			if rc.Blob != nil {
-				fmt.Fprintf(c.stdout, "[%s: %s, %d bytes]\n", rc.URI, dash(rc.MIMEType), len(rc.Blob))
+				fmt.Fprintf(c.stdout, "[%s: %s, %d bytes]\n", esc(rc.URI), esc(dash(rc.MIMEType)), len(rc.Blob))
 				continue
 			}
-			fmt.Fprintln(c.stdout, rc.Text)
+			if isTerminal(c.stdout) {
+				fmt.Fprintln(c.stdout, termsafe.Text(rc.Text))
+			} else {
+				fmt.Fprintln(c.stdout, rc.Text)
+			}
 		}
 		return exitOK
 	})
 }
 
-// printContent writes one content block for a person, as printResult does.
+// printContent writes one content block for a person, as printResult does
+// (escaped on a terminal).
 func printContent(w io.Writer, ct mcp.Content) {
-	printResult(w, &mcp.CallToolResult{Content: []mcp.Content{ct}})
+	printResult(w, &mcp.CallToolResult{Content: []mcp.Content{ct}}, isTerminal(w))
 }

@@ -24,7 +24,7 @@ func (c *cli) inspect(args []string) int {
 	}
 	r, err := sandbox.Inspect(context.Background(), pos[0], nil)
 	if err != nil && r == nil {
-		fmt.Fprintf(c.stderr, "toolhost: inspect: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: inspect: %s\n", esc(err))
 		return exitCallError
 	}
 	if *asJSON {
@@ -35,7 +35,7 @@ func (c *cli) inspect(args []string) int {
 		c.printReport(r)
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: inspect: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: inspect: %s\n", esc(err))
 		return exitCallError
 	}
 	return exitOK
@@ -83,7 +83,7 @@ func (c *cli) printReport(r *sandbox.Report) {
 	w := c.stdout
 	fmt.Fprintf(w, "plugin:   %s (%d bytes, sha256 %s)\n", r.Path, r.Size, r.SHA256)
 	fmt.Fprintf(w, "abi:      %s\n", dash(string(r.ABI)))
-	fmt.Fprintf(w, "exports:  %s\n", strings.Join(r.Exports, ", "))
+	fmt.Fprintf(w, "exports:  %s\n", esc(strings.Join(r.Exports, ", ")))
 	var needs []string
 	for _, n := range []struct {
 		on   bool
@@ -102,21 +102,21 @@ func (c *cli) printReport(r *sandbox.Report) {
 	if len(needs) == 0 {
 		needs = []string{"none"}
 	}
-	fmt.Fprintf(w, "imports:  %s\n", strings.Join(needs, ", "))
+	fmt.Fprintf(w, "imports:  %s\n", esc(strings.Join(needs, ", ")))
 	if len(r.ConfigKeys) > 0 {
-		fmt.Fprintf(w, "config keys read while listing tools: %s\n", strings.Join(r.ConfigKeys, ", "))
+		fmt.Fprintf(w, "config keys read while listing tools: %s\n", esc(strings.Join(r.ConfigKeys, ", ")))
 	}
 	if r.Resources || r.Prompts {
 		fmt.Fprintf(w, "also:     resources=%v prompts=%v\n", r.Resources, r.Prompts)
 	}
 	fmt.Fprintf(w, "\ntools (%d):\n", len(r.Tools))
 	for _, t := range r.Tools {
-		fmt.Fprintf(w, "\n  %s — %s\n", t.Name, firstLine(t.Description, 100))
+		fmt.Fprintf(w, "\n  %s — %s\n", esc(t.Name), esc(firstLine(t.Description, 100)))
 		if t.Title != "" {
-			fmt.Fprintf(w, "    title: %s\n", t.Title)
+			fmt.Fprintf(w, "    title: %s\n", esc(t.Title))
 		}
 		if a := annotationsText(t.Annotations); a != "" {
-			fmt.Fprintf(w, "    annotations: %s\n", a)
+			fmt.Fprintf(w, "    annotations: %s\n", esc(a))
 		}
 		fmt.Fprintf(w, "    input schema: %s\n", indentJSON(t.InputSchema, "    "))
 		if t.OutputSchema != nil {
@@ -126,7 +126,7 @@ func (c *cli) printReport(r *sandbox.Report) {
 	fmt.Fprintf(w, "\nimported functions:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, im := range r.Imports {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", im.Module, im.Name, im.Signature)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", esc(im.Module), esc(im.Name), im.Signature)
 	}
 	tw.Flush()
 }

@@ -3,23 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/toolhost/toolhost/host"
 )
-
-// isTerminal reports whether w is a character device (a terminal), where a
-// progress bar may redraw itself.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
 
 // progressBar draws a call's progress on one line of a terminal, redrawn
 // in place; clear removes it before the result is printed.

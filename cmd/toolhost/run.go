@@ -24,6 +24,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/gateway"
 	"github.com/toolhost/toolhost/internal/redact"
+	"github.com/toolhost/toolhost/internal/termsafe"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -255,7 +256,7 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	}
 	h, err := host.New(ctx, cfg, opts)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return exitUsage
 	}
 	defer func() {
@@ -268,7 +269,7 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	if !c.logger.IsError() {
 		for _, st := range h.Status() {
 			if st.State == host.StateFailed || st.State == host.StateRestarting {
-				fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, st.LastError)
+				fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, esc(st.LastError))
 			}
 		}
 	}
@@ -293,7 +294,7 @@ func (c *cli) view(h *host.Host, profile string) (catalogue, int) {
 	}
 	v, err := h.Profile(profile)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return nil, exitUsage
 	}
 	return v, exitOK
@@ -322,7 +323,7 @@ func (c *cli) tools(args []string) int {
 	return c.listing("tools", args, func(ctx context.Context, h *host.Host, v catalogue, asJSON bool) int {
 		tools, err := v.Tools(ctx)
 		if err != nil {
-			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+			fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 			return exitCallError
 		}
 		for _, st := range h.Status() {
@@ -356,7 +357,7 @@ func (c *cli) tools(args []string) int {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tBACKEND\tDESCRIPTION")
 		for _, t := range tools {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Backend, firstLine(t.Description, 70))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Backend, esc(firstLine(t.Description, 70)))
 		}
 		tw.Flush()
 		return exitOK
@@ -389,7 +390,7 @@ func (c *cli) printJSON(v any) int {
 	enc.SetEscapeHTML(false) // "->" stays "->": the output is not HTML
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return exitCallError
 	}
 	return exitOK
@@ -497,12 +498,12 @@ func (c *cli) call(args []string) int {
 			bar.clear()
 		}
 		if errors.Is(err, host.ErrToolNotAllowed) {
-			fmt.Fprintf(c.stderr, "toolhost: call denied: %v\n", err)
+			fmt.Fprintf(c.stderr, "toolhost: call denied: %s\n", esc(err))
 			fmt.Fprintf(c.stderr, "Run 'toolhost tools%s' to list the tools you may call.\n", profileFlag(*profile))
 			return exitDenied
 		}
 		if err != nil {
-			fmt.Fprintf(c.stderr, "toolhost: call failed: %v\n", err)
+			fmt.Fprintf(c.stderr, "toolhost: call failed: %s\n", esc(err))
 			switch {
 			case errors.Is(err, host.ErrUnknownTool):
 				fmt.Fprintf(c.stderr, "Run 'toolhost tools%s' to list the tools you may call.\n", profileFlag(*profile))
@@ -517,7 +518,7 @@ func (c *cli) call(args []string) int {
 				return code
 			}
 		} else {
-			printResult(c.stdout, res)
+			printResult(c.stdout, res, isTerminal(c.stdout))
 		}
 		if res.IsError {
 			fmt.Fprintf(c.stderr, "toolhost: tool %s returned an error result\n", name)
@@ -537,34 +538,39 @@ func profileFlag(profile string) string {
 
 // printResult writes a result for a person: text as is, structured content
 // as indented JSON when there is no text, and a one-line summary of other
-// content.
-func printResult(w io.Writer, res *mcp.CallToolResult) {
+// content. On a terminal, control characters in it are escaped
+// (termsafe.Text: newlines and tabs kept, ESC, CR, ... shown as \x1b, \r).
+func printResult(w io.Writer, res *mcp.CallToolResult, terminal bool) {
+	text, line := func(s string) string { return s }, func(s string) string { return s }
+	if terminal {
+		text, line = termsafe.Text, termsafe.Line
+	}
 	hasText := false
 	for _, ct := range res.Content {
 		switch ct := ct.(type) {
 		case *mcp.TextContent:
 			hasText = true
-			fmt.Fprintln(w, ct.Text)
+			fmt.Fprintln(w, text(ct.Text))
 		case *mcp.ImageContent:
-			fmt.Fprintf(w, "[image %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+			fmt.Fprintf(w, "[image %s, %d bytes]\n", line(ct.MIMEType), len(ct.Data))
 		case *mcp.AudioContent:
-			fmt.Fprintf(w, "[audio %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+			fmt.Fprintf(w, "[audio %s, %d bytes]\n", line(ct.MIMEType), len(ct.Data))
 		case *mcp.ResourceLink:
-			fmt.Fprintf(w, "[resource link %s %s]\n", ct.URI, ct.Name)
+			fmt.Fprintf(w, "[resource link %s %s]\n", line(ct.URI), line(ct.Name))
 		case *mcp.EmbeddedResource:
 			if ct.Resource != nil && ct.Resource.Text != "" {
-				fmt.Fprintln(w, ct.Resource.Text)
+				fmt.Fprintln(w, text(ct.Resource.Text))
 			} else if ct.Resource != nil {
-				fmt.Fprintf(w, "[resource %s, %d bytes]\n", ct.Resource.URI, len(ct.Resource.Blob))
+				fmt.Fprintf(w, "[resource %s, %d bytes]\n", line(ct.Resource.URI), len(ct.Resource.Blob))
 			}
 		default:
 			b, _ := json.Marshal(ct)
-			fmt.Fprintln(w, string(b))
+			fmt.Fprintln(w, text(string(b)))
 		}
 	}
 	if res.StructuredContent != nil && !hasText {
 		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
-		fmt.Fprintln(w, string(b))
+		fmt.Fprintln(w, text(string(b)))
 	}
 }
 
@@ -638,7 +644,7 @@ func printStatus(w io.Writer, st []host.BackendStatus) {
 		if len(s.OpenTools) > 0 {
 			circuit += fmt.Sprintf(" (%d tools open)", len(s.OpenTools))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Kind, s.State, pid, uptime, s.Restarts, health, circuit, s.Tools, dash(firstLine(s.LastError, 100)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Kind, s.State, pid, uptime, s.Restarts, health, circuit, s.Tools, dash(esc(firstLine(s.LastError, 100))))
 	}
 	tw.Flush()
 }
@@ -722,12 +728,12 @@ func (c *cli) check(args []string) int {
 func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config, profile string) int {
 	v, err := h.Profile(profile)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return exitUsage
 	}
 	code := exitOK
 	for _, msg := range h.ToolOptionProblems() {
-		fmt.Fprintf(c.stdout, "warning: %s\n", msg)
+		fmt.Fprintf(c.stdout, "warning: %s\n", esc(msg))
 	}
 	p := cfg.Profiles[profile]
 	fmt.Fprintf(c.stdout, "\nprofile %s\n", profile)
@@ -737,7 +743,7 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 	}
 	for _, b := range p.Requires {
 		if s := st[b]; s.State != host.StateReady {
-			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, dash(firstLine(s.LastError, 100)))
+			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, dash(esc(firstLine(s.LastError, 100))))
 			code = exitCallError
 		} else {
 			fmt.Fprintf(c.stdout, "requires %s: ready\n", b)
@@ -745,7 +751,7 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 	}
 	for _, b := range p.Recommends {
 		if s := st[b]; s.State != host.StateReady {
-			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, dash(firstLine(s.LastError, 100)))
+			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, dash(esc(firstLine(s.LastError, 100))))
 		}
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
@@ -758,7 +764,7 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Backend, verdict, d.Rule)
 	}
 	for _, e := range h.Excluded() {
-		fmt.Fprintf(tw, "(%s)\t%s\t%s\t%s\n", e.Tool, e.Backend, "not registered", e.Reason)
+		fmt.Fprintf(tw, "(%s)\t%s\t%s\t%s\n", esc(e.Tool), e.Backend, "not registered", esc(e.Reason))
 	}
 	tw.Flush()
 	return code

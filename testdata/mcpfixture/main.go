@@ -223,12 +223,16 @@ func addExtra(s *mcp.Server) {
 }
 
 func newServer() *mcp.Server {
-	var opts *mcp.ServerOptions
+	opts := hostileOptions()
 	if *protocol != "" {
-		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{*protocol}}
+		if opts == nil {
+			opts = &mcp.ServerOptions{}
+		}
+		opts.SupportedProtocolVersions = []string{*protocol}
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, opts)
+	s := mcp.NewServer(hostileImplementation(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}), opts)
 	s.AddReceivingMiddleware(count)
+	addHostile(s)
 	if *extra {
 		addExtra(s)
 	}

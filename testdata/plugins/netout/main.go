@@ -14,13 +14,24 @@ func main() {}
 
 //go:wasmexport list_tools
 func listTools() int32 {
-	kernel.Output([]byte(kernel.Tools("fetch")))
+	kernel.Output([]byte(kernel.Tools("fetch", "many")))
 	return 0
 }
 
 //go:wasmexport call_tool
 func callTool() int32 {
-	url := kernel.Field(string(kernel.Input()), "url")
+	in := string(kernel.Input())
+	url := kernel.Field(in, "url")
+	if kernel.Field(in, "name") == "many" {
+		n, _ := strconv.Atoi(kernel.Field(in, "count"))
+		total := 0
+		for i := 0; i < n; i++ {
+			_, body := kernel.HTTP(`{"url":` + kernel.Quote(url) + `,"method":"GET"}`)
+			total += len(body)
+		}
+		kernel.Output([]byte(kernel.Text("ok "+strconv.Itoa(total), false)))
+		return 0
+	}
 	st, body := kernel.HTTP(`{"url":` + kernel.Quote(url) + `,"method":"GET","headers":{"X-Fixture":"netout"}}`)
 	kernel.Output([]byte(kernel.Text(strconv.Itoa(int(st))+" "+string(body), false)))
 	return 0
