@@ -112,6 +112,48 @@ func startTB(t testing.TB, src string) *fixture {
 	return f
 }
 
+// serveLoopback serves f's gateway over HTTP on a loopback listener until
+// the test ends, and returns its MCP endpoint URL.
+func serveLoopback(t *testing.T, f *fixture) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- f.g.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// memSession connects client to f's gateway over an in-memory transport
+// (what ServeStdio runs on stdin and stdout); the session ends with the
+// test.
+func memSession(t *testing.T, f *fixture, client *mcp.Client, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ct, st := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- f.g.ServeTransport(ctx, st) }()
+	cs, err := client.Connect(ctx, ct, opts)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-served
+	})
+	return cs
+}
+
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -150,19 +192,7 @@ func TestStdioSession(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
-	ct, st := mcp.NewInMemoryTransports()
-	served := make(chan error, 1)
-	sctx, stop := context.WithCancel(ctx)
-	go func() { served <- f.g.ServeTransport(sctx, st) }()
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cs.Close()
-		stop()
-		<-served
-	}()
+	cs := memSession(t, f, client, nil)
 
 	names := toolNames(t, cs)
 	if !slices.Contains(names, "fx__echo") || slices.Contains(names, "fx__crash") {

@@ -19,19 +19,7 @@ func TestProgressRelayed(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "progress-client"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { got <- req.Params },
 	})
-	ct, st := mcp.NewInMemoryTransports()
-	served := make(chan error, 1)
-	sctx, stop := context.WithCancel(ctx)
-	go func() { served <- f.g.ServeTransport(sctx, st) }()
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cs.Close()
-		stop()
-		<-served
-	}()
+	cs := memSession(t, f, client, nil)
 
 	params := &mcp.CallToolParams{Name: "fx__progress", Arguments: map[string]any{"steps": 3, "acked": true}}
 	params.SetProgressToken("client-token")

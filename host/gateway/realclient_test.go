@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -63,20 +62,7 @@ func TestTypeScriptClient(t *testing.T) {
 	})
 	t.Run("http", func(t *testing.T) {
 		f := start(t, testConfig)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- f.g.Serve(ctx, ln) }()
-		defer func() {
-			cancel()
-			if err := <-served; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		}()
-		url := "http://" + ln.Addr().String() + "/mcp"
+		url := serveLoopback(t, f)
 		r := runTSClient(t, []string{"TOKEN=alice-token-0123456789", "CALL=fx__add", `ARGS={"a":40,"b":2}`}, "http", url)
 		if !slices.Equal(r.Tools, []string{"fx__add", "fx__echo"}) {
 			t.Errorf("alice's tools over HTTP = %v", r.Tools)
@@ -131,18 +117,7 @@ func TestInspectorCLI(t *testing.T) {
 	})
 	t.Run("http", func(t *testing.T) {
 		f := start(t, testConfig)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- f.g.Serve(ctx, ln) }()
-		defer func() {
-			cancel()
-			<-served
-		}()
-		url := "http://" + ln.Addr().String() + "/mcp"
+		url := serveLoopback(t, f)
 		out := inspector(t, nil, "--transport", "http", "--server-url", url, "--header", "Authorization: Bearer alice-token-0123456789", "--method", "tools/list")
 		if !strings.Contains(out, `"fx__echo"`) || strings.Contains(out, `"fx__stats"`) {
 			t.Errorf("inspector tools/list as alice (review) printed:\n%s", out)

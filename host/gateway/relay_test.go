@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
 )
@@ -18,18 +16,7 @@ command = "@FIXTURE@"
 args    = ["-client", "-protocol", "2025-11-25"]
 startup_timeout = "5m"
 `)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- f.g.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-served
-	}()
-	url := "http://" + ln.Addr().String() + "/mcp"
+	url := serveLoopback(t, f)
 
 	r := runTSClient(t, []string{"CALL=ask__elicit", `ELICIT={"name":"Ada"}`}, "http", url)
 	if got := resultText(r); r.Result.IsError || got != `action=accept content={"name":"Ada"}` {

@@ -36,23 +36,11 @@ func TestResourceSubscriptions(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
 	})
-	ct, st := mcp.NewInMemoryTransports()
-	served := make(chan error, 1)
-	sctx, stop := context.WithCancel(ctx)
-	go func() { served <- f.g.ServeTransport(sctx, st) }()
 	// Protocol 2025-11-25: resources/subscribe and resources/unsubscribe,
 	// as the conformance suite sends them. (From 2026-07-28 the go-sdk
 	// client subscribes with subscriptions/listen, which the go-sdk server
 	// turns into the same SubscribeHandler call.)
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cs.Close()
-		stop()
-		<-served
-	}()
+	cs := memSession(t, f, client, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 
 	if caps := cs.InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.Subscribe {
 		t.Fatalf("capabilities %+v: want resources.subscribe", caps.Resources)
