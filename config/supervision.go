@@ -47,7 +47,8 @@ type Supervision struct {
 	// tools is called).
 	Start string `toml:"start"`
 	// StartupTimeout bounds one attempt to start the backend: spawn or
-	// dial, the MCP initialize handshake and the first tools/list; for a
+	// dial, the MCP initialize handshake, the first tools/list and
+	// compiling its tools' schemas; for a
 	// plugin, compiling and warming its first instance (_initialize and the
 	// list export), which the per-call timeout does not bound (key
 	// startup_timeout, default 30s). host.New waits at most this long for

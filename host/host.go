@@ -380,7 +380,7 @@ func (h *Host) rebuild(strict bool) error {
 	var errs []error
 	for _, b := range h.all() {
 		b.mu.Lock()
-		list, known, state := b.tools, b.known, b.state
+		list, schemas, known, state := b.tools, b.schemas, b.known, b.state
 		b.mu.Unlock()
 		if !known || state == StateClosed || state == StateDisabled {
 			continue
@@ -402,11 +402,11 @@ func (h *Host) rebuild(strict bool) error {
 				excluded = append(excluded, Excluded{Backend: b.name, Tool: t.Name, Reason: err.Error()})
 				continue
 			}
-			in, err := compileSchema(name, "inputSchema", t.InputSchema)
-			var out *jsonschema.Schema
-			if err == nil {
-				out, err = compileSchema(name, "outputSchema", t.OutputSchema)
+			c, ok := schemas[t.Name]
+			if !ok {
+				c = compileTool(name, t)
 			}
+			in, out, err := c.in, c.out, c.err
 			if err != nil {
 				if key := [3]string{b.name, t.Name, err.Error()}; !h.dropLogged[key] {
 					if h.dropLogged == nil || len(h.dropLogged) >= maxDropLogged {

@@ -82,9 +82,10 @@ type backend struct {
 	lastErr     error
 	init        *mcp.InitializeResult
 	tools       []*mcp.Tool
-	known       bool            // tools is the list of a successful start
-	rewritten   map[string]bool // tool names whose rewrite was logged since the last start
-	slowStart   bool            // the last attempt failed because startup_timeout came
+	schemas     map[string]compiledTool // tools' compiled schemas, by the backend's own tool name
+	known       bool                    // tools is the list of a successful start
+	rewritten   map[string]bool         // tool names whose rewrite was logged since the last start
+	slowStart   bool                    // the last attempt failed because startup_timeout came
 	restarts    int
 	recent      []time.Time // restart attempts within restart_window
 	next        time.Time   // the next attempt, while restarting
@@ -438,8 +439,14 @@ func (h *Host) attempt(b *backend) error {
 	t0 := time.Now()
 	init, err := tr.Connect(ctx)
 	var tools []*mcp.Tool
+	var schemas map[string]compiledTool
 	if err == nil {
 		tools, err = tr.ListTools(ctx)
+	}
+	if err == nil {
+		// Compiling the schemas is part of the start, under its deadline:
+		// a backend's catalogue costs its own start, not every rebuild.
+		schemas, err = compileTools(ctx, b.prefix, tools)
 	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -463,7 +470,7 @@ func (h *Host) attempt(b *backend) error {
 		tr.Close()
 		return ErrClosed
 	}
-	b.tr, b.init, b.tools, b.known = tr, init, tools, true
+	b.tr, b.init, b.tools, b.schemas, b.known = tr, init, tools, schemas, true
 	b.rewritten = nil
 	b.started, b.lastUsed = now, now
 	b.healthFails, b.healthErr, b.traps = 0, nil, 0
@@ -713,14 +720,18 @@ func (h *Host) listChanged(b *backend, tr transport.Transport, kind transport.Li
 	ctx, cancel := context.WithTimeout(b.ctx, b.timeout)
 	defer cancel()
 	tools, err := tr.ListTools(ctx)
+	var schemas map[string]compiledTool
+	if err == nil {
+		schemas, err = compileTools(ctx, b.prefix, tools)
+	}
 	if err != nil {
 		if b.ctx.Err() == nil {
-			b.logger.Warn("tools/list after list_changed failed", "error", err)
+			b.logger.Warn("tools/list after list_changed failed; the previous list stays", "error", err)
 		}
 		return
 	}
 	b.mu.Lock()
-	b.tools = tools
+	b.tools, b.schemas = tools, schemas
 	// A removed tool's breaker goes with it (a tool added again later
 	// starts closed, as after a restart).
 	keep := make(map[string]bool, len(tools))

@@ -2,12 +2,14 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -27,6 +29,41 @@ func (noLoader) Load(url string) (any, error) {
 // compileSchema compiles a tool's inputSchema or outputSchema (JSON Schema
 // draft 2020-12 unless its $schema names another draft, e.g. draft-07). A nil
 // schema compiles to nil (nothing to check).
+// compiledTool is a tool's input and output schemas compiled, or why they
+// do not compile.
+type compiledTool struct {
+	in, out *jsonschema.Schema
+	err     error
+}
+
+// compileTool compiles t's schemas; name is its catalogue name.
+func compileTool(name string, t *mcp.Tool) compiledTool {
+	in, err := compileSchema(name, "inputSchema", t.InputSchema)
+	var out *jsonschema.Schema
+	if err == nil {
+		out, err = compileSchema(name, "outputSchema", t.OutputSchema)
+	}
+	return compiledTool{in, out, err}
+}
+
+// compileTools compiles the schemas of a backend's tools (its own names;
+// prefix makes their catalogue names), stopping with ctx's error when it
+// is done: a start compiles under its startup_timeout, so a backend with
+// a huge catalogue cannot stall the host past it (a list is capped at
+// transport.MaxTools tools).
+func compileTools(ctx context.Context, prefix string, tools []*mcp.Tool) (map[string]compiledTool, error) {
+	out := make(map[string]compiledTool, len(tools))
+	for i, t := range tools {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("compiling the schemas of %d tools: %w", len(tools), err)
+			}
+		}
+		out[t.Name] = compileTool(catalogueName(prefix, t.Name), t)
+	}
+	return out, nil
+}
+
 func compileSchema(tool, which string, schema any) (*jsonschema.Schema, error) {
 	if schema == nil {
 		return nil, nil
