@@ -280,7 +280,11 @@ func (b *backend) release(gen uint64, err error) error {
 // ready connection (another caller or the supervisor got there first).
 func (h *Host) detach(b *backend, gen uint64, err error) transport.Transport {
 	b.mu.Lock()
-	if b.gen != gen || b.state != StateReady {
+	// b.tr == nil: another loss of this connection (the call that saw it,
+	// and the watcher that saw the process exit) got here first and owns
+	// the restart decision; a second detach would set restarting after
+	// that decision, even over failed.
+	if b.gen != gen || b.state != StateReady || b.tr == nil {
 		b.mu.Unlock()
 		return nil
 	}
