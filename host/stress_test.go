@@ -9,10 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,10 +111,10 @@ func TestStress(t *testing.T) {
 		calls, expected atomic.Int64
 		mu              sync.Mutex
 		unexpected      []string
-		latencies       = make([]*reservoir, *stressCallers)
+		latencies       = make([]*testutil.Reservoir, *stressCallers)
 	)
 	for i := range latencies {
-		latencies[i] = newReservoir(uint64(i))
+		latencies[i] = testutil.NewReservoir(uint64(i))
 	}
 	// run drives the callers over the mix for d, killing svc every
 	// -stress-kill if kill is set, and returns the number of kills.
@@ -137,7 +135,7 @@ func TestStress(t *testing.T) {
 					d := time.Since(t0)
 					cancel()
 					calls.Add(1)
-					latencies[i].add(d)
+					latencies[i].Add(d)
 					switch {
 					case err == nil && !res.IsError:
 					case err != nil && strings.HasPrefix(c.tool, "svc__") &&
@@ -181,13 +179,13 @@ func TestStress(t *testing.T) {
 	calls.Store(0)
 	expected.Store(0)
 	for _, r := range latencies {
-		r.reset()
+		r.Reset()
 	}
-	rssStart := settledRSS(t)
+	rssStart := testutil.SettledRSS(t)
 	heapStart, gStart := heapInuse(), runtime.NumGoroutine()
 	writeHeapProfile(".start")
 	kills := run(*stressFor, true)
-	rssEnd := settledRSS(t)
+	rssEnd := testutil.SettledRSS(t)
 	heapEnd, gEnd := heapInuse(), runtime.NumGoroutine()
 	writeHeapProfile(".end")
 	waitState(t, h, "svc", host.StateReady)
@@ -195,8 +193,8 @@ func TestStress(t *testing.T) {
 	var all []time.Duration
 	var longest time.Duration
 	for _, r := range latencies {
-		all = append(all, r.sample...)
-		longest = max(longest, r.max)
+		all = append(all, r.Sample...)
+		longest = max(longest, r.Max)
 	}
 	slices.Sort(all)
 	pct := func(p float64) time.Duration { return all[int(float64(len(all)-1)*p)] }
@@ -275,57 +273,8 @@ func warmWasm(t *testing.T, h *host.Host, mix []stressCall) {
 	}
 }
 
-// reservoir keeps a uniform random sample of a caller's latencies in fixed
-// memory (Vitter's algorithm R), and the exact maximum, so that recording
-// half a million calls does not grow the heap the test measures.
-type reservoir struct {
-	rng    *rand.Rand
-	n      uint64
-	sample []time.Duration
-	max    time.Duration
-}
-
-const reservoirSize = 4096
-
-func newReservoir(seed uint64) *reservoir {
-	return &reservoir{rng: rand.New(rand.NewPCG(seed, 2)), sample: make([]time.Duration, 0, reservoirSize)}
-}
-
-func (r *reservoir) reset() {
-	r.n, r.sample, r.max = 0, r.sample[:0], 0
-}
-
-func (r *reservoir) add(d time.Duration) {
-	r.n++
-	r.max = max(r.max, d)
-	if len(r.sample) < reservoirSize {
-		r.sample = append(r.sample, d)
-	} else if j := r.rng.Uint64N(r.n); j < reservoirSize {
-		r.sample[j] = d
-	}
-}
-
 func heapInuse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse
-}
-
-// settledRSS returns the process's resident set size in bytes after a
-// garbage collection has returned what it can to the OS.
-func settledRSS(t *testing.T) int64 {
-	runtime.GC()
-	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skip("no /proc/self/status")
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
 }

@@ -10,9 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,10 +139,10 @@ func TestStressServe(t *testing.T) {
 		mu              sync.Mutex
 		unexpected      []string
 		nUnexpected     int
-		lat             = make([]*sample, len(sessions))
+		lat             = make([]*testutil.Reservoir, len(sessions))
 	)
 	for i := range lat {
-		lat[i] = newSample(uint64(i))
+		lat[i] = testutil.NewReservoir(uint64(i))
 	}
 	run := func(d time.Duration, kill bool) (kills int) {
 		ctx, stop := context.WithTimeout(context.Background(), d)
@@ -165,7 +163,7 @@ func TestStressServe(t *testing.T) {
 					d := time.Since(t0)
 					cancel()
 					calls.Add(1)
-					lat[i].add(d)
+					lat[i].Add(d)
 					switch {
 					case err == nil && !res.IsError:
 					case err == nil && strings.HasPrefix(c.tool, "svc__") &&
@@ -215,20 +213,20 @@ func TestStressServe(t *testing.T) {
 	calls.Store(0)
 	expected.Store(0)
 	for _, s := range lat {
-		s.reset()
+		s.Reset()
 	}
-	rssStart := rss(t)
+	rssStart := testutil.SettledRSS(t)
 	gStart := runtime.NumGoroutine()
 	kills := run(*stressFor, true)
-	rssEnd := rss(t)
+	rssEnd := testutil.SettledRSS(t)
 	gEnd := runtime.NumGoroutine()
 	eventually(t, "svc ready after the last kill", func() bool { return statusOf(h, "svc").State == host.StateReady })
 
 	var all []time.Duration
 	var longest time.Duration
 	for _, s := range lat {
-		all = append(all, s.kept...)
-		longest = max(longest, s.max)
+		all = append(all, s.Sample...)
+		longest = max(longest, s.Max)
 	}
 	slices.Sort(all)
 	pct := func(p float64) time.Duration { return all[int(float64(len(all)-1)*p)].Round(time.Microsecond) }
@@ -298,51 +296,4 @@ func statusOf(h *host.Host, name string) host.BackendStatus {
 		}
 	}
 	return host.BackendStatus{}
-}
-
-// sample keeps a uniform random sample of one client's latencies in fixed
-// memory (Vitter's algorithm R) and the exact maximum, so that recording
-// the calls does not grow the heap the test measures.
-type sample struct {
-	rng  *rand.Rand
-	n    uint64
-	kept []time.Duration
-	max  time.Duration
-}
-
-const sampleSize = 4096
-
-func newSample(seed uint64) *sample {
-	return &sample{rng: rand.New(rand.NewPCG(seed, 4)), kept: make([]time.Duration, 0, sampleSize)}
-}
-
-func (s *sample) reset() { s.n, s.kept, s.max = 0, s.kept[:0], 0 }
-
-func (s *sample) add(d time.Duration) {
-	s.n++
-	s.max = max(s.max, d)
-	if len(s.kept) < sampleSize {
-		s.kept = append(s.kept, d)
-	} else if j := s.rng.Uint64N(s.n); j < sampleSize {
-		s.kept[j] = d
-	}
-}
-
-// rss returns the process's resident set size in bytes after a garbage
-// collection has returned what it can to the OS.
-func rss(t *testing.T) int64 {
-	runtime.GC()
-	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skip("no /proc/self/status")
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
 }
