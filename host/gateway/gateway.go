@@ -80,6 +80,8 @@ type catalogue interface {
 	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
 	Resources(ctx context.Context) ([]host.Resource, error)
 	ReadResource(ctx context.Context, backend, uri string) (*mcp.ReadResourceResult, error)
+	ResourceTemplates(ctx context.Context) ([]host.ResourceTemplate, error)
+	Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
 }
 
 // Gateway serves one Host to MCP clients. Make one with New; Close it

@@ -28,6 +28,7 @@ type profileServer struct {
 	tools     map[string]string
 	prompts   map[string]string
 	resources map[string]string
+	templates map[string]string
 
 	servedMu sync.RWMutex
 	served   map[string]bool // the resource URIs served now: what a client may subscribe to
@@ -35,7 +36,7 @@ type profileServer struct {
 
 func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 	ps := &profileServer{profile: profile, view: view, calls: &g.calls,
-		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, served: map[string]bool{}}
+		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, served: map[string]bool{}}
 	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
 		// Declared even while the profile has none of a kind: they may
 		// come, announced by list_changed.
@@ -43,7 +44,11 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			// Answered by the backend that serves the prompt or
+			// resource; one that cannot complete gives an error.
+			Completions: &mcp.CompletionCapabilities{},
 		},
+		CompletionHandler:  ps.complete,
 		SubscribeHandler:   ps.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
@@ -157,10 +162,56 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 		ps.served = seen
 		ps.servedMu.Unlock()
 	}
+	if templates, err := ps.view.ResourceTemplates(ctx); err != nil {
+		logger.Warn("resources/templates/list for the gateway failed", "error", err)
+	} else {
+		seen := map[string]bool{}
+		for _, t := range templates {
+			if seen[t.URITemplate] {
+				logger.Warn("resource template listed by more than one backend; serving the first", "uriTemplate", t.URITemplate, "skipped", t.Backend)
+				continue
+			}
+			fp := t.Backend + "\x00" + fingerprint(t.ResourceTemplate)
+			if ps.templates[t.URITemplate] == fp {
+				seen[t.URITemplate] = true
+				continue
+			}
+			if !addTemplate(ps.srv, t.ResourceTemplate, ps.readResource(t.Backend)) {
+				logger.Warn("resource template not served: not a valid absolute URI template (RFC 6570)", "uriTemplate", t.URITemplate, "backend", t.Backend)
+				continue
+			}
+			seen[t.URITemplate] = true
+			ps.templates[t.URITemplate] = fp
+		}
+		if gone := missing(ps.templates, seen); len(gone) > 0 {
+			ps.srv.RemoveResourceTemplates(gone...)
+		}
+	}
+
 	for _, uri := range updated {
 		// The go-sdk server sends it to the sessions subscribed to uri.
 		_ = ps.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
 	}
+}
+
+// addTemplate registers t on srv, and reports false instead of letting the
+// go-sdk panic on a URI template that is not valid or not absolute (a
+// backend's template is hostile input).
+func addTemplate(srv *mcp.Server, t *mcp.ResourceTemplate, h mcp.ResourceHandler) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	srv.AddResourceTemplate(t, h)
+	return true
+}
+
+// complete answers completion/complete through the profile's view (MCP
+// 2025-11-25 server/utilities/completion).
+func (ps *profileServer) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	ctx = host.WithClient(ctx, clientName(req.Extra))
+	return ps.view.Complete(ctx, req.Params)
 }
 
 // missing deletes from registered the keys not in seen and returns them.
