@@ -109,6 +109,12 @@ func (h *Host) features(name string, s *config.Server) *transport.ClientOptions 
 			return sample(ctx, &SamplingRequest{Backend: name, Call: ci, Params: req.Params})
 		}
 	}
+	if f.Elicit != nil || f.Sample != nil {
+		// A host that answers servers' requests offers protocol
+		// 2025-11-25, in which servers of both eras can send them during a
+		// call (see transport.ProtocolClassic).
+		f.ProtocolVersion = transport.ProtocolClassic
+	}
 	if f.LogLevel == "" && f.Roots == nil && f.Elicit == nil && f.Sample == nil {
 		return nil
 	}
