@@ -478,6 +478,17 @@ func addClientTools(s *mcp.Server) {
 			b, _ := json.Marshal(res.Content)
 			return text(fmt.Sprintf("action=%s content=%s", res.Action, b)), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "elicit_schema", Description: "Ask the client to fill the requested schema given as the argument schema; answer with its action and content, or the error."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Schema map[string]any `json:"schema"`
+		}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Choose", RequestedSchema: in.Schema})
+			if err != nil {
+				return text("error: " + err.Error()), nil, nil
+			}
+			b, _ := json.Marshal(res.Content)
+			return text(fmt.Sprintf("action=%s content=%s", res.Action, b)), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "Ask the client's LLM to complete a prompt; answer with its model and text."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 			Prompt string `json:"prompt"`
