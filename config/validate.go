@@ -84,6 +84,11 @@ func (l *loader) validate(cfg *Config) {
 		}
 		seen[name] = b
 	}
+	keys := make([]toml.Key, len(all))
+	for i, b := range all {
+		keys[i] = b.key
+	}
+	l.samePrefixes(cfg, keys)
 
 	for _, n := range cfg.ServerNames() {
 		l.validateServer(cfg.Servers[n], toml.Key{"servers", n})
@@ -94,6 +99,40 @@ func (l *loader) validate(cfg *Config) {
 	l.validatePolicy(cfg)
 	l.validateTools(cfg)
 	l.validateServe(cfg)
+}
+
+// samePrefixes reports two backends given the same non-empty prefix (the
+// default prefix is the name + "__"): every tool name they share would
+// collide in the catalogue. That is known from the configuration alone, so
+// it is a load error (DESIGN decision 5); collisions that only the tool
+// lists reveal (prefix "" on two backends, names equal once sanitized)
+// are run-time matters: the host skips the later tool with a warning.
+func (l *loader) samePrefixes(cfg *Config, keys []toml.Key) {
+	first := map[string]toml.Key{}
+	for _, key := range keys {
+		var p *string
+		if s := cfg.Servers[key[1]]; key[0] == "servers" && s != nil {
+			p = s.Prefix
+		} else if pl := cfg.Plugins[key[1]]; key[0] == "plugins" && pl != nil {
+			p = pl.Prefix
+		}
+		eff := key[1] + "__"
+		if p != nil {
+			eff = *p
+		}
+		if eff == "" {
+			continue
+		}
+		if f, dup := first[eff]; dup {
+			at := key
+			if p != nil {
+				at = append(slices.Clone(key), "prefix")
+			}
+			l.errorf(at, "prefix %q is also %s's: their tools would get the same names; give one of them another prefix", eff, strings.Join(f, "."))
+			continue
+		}
+		first[eff] = key
+	}
 }
 
 func (l *loader) validateServer(s *Server, key toml.Key) {
