@@ -89,8 +89,15 @@ type Options struct {
 	// Roots are answered to MCP servers' roots/list (MCP 2025-11-25,
 	// client/roots) when the configuration has none for the server ([host]
 	// roots or its own roots win); the roots capability is declared only
-	// when a server has some.
+	// when a server has some (or ListRoots is set).
 	Roots []*mcp.Root
+
+	// ListRoots, when set, answers MCP servers' roots/list first, in the
+	// context of the tool call it belongs to (as Elicit); when it returns
+	// ok false, the configured roots (or Roots) are answered. A gateway
+	// sets it to relay the roots of the client that made the call
+	// (gateway.Roots).
+	ListRoots func(ctx context.Context, req *RootsRequest) (roots []*mcp.Root, ok bool, err error)
 }
 
 // Kinds of backend, as reported in Status.

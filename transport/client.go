@@ -48,6 +48,12 @@ type ClientOptions struct {
 	// listChanged: the list is fixed for the transport's life).
 	Roots []*mcp.Root
 
+	// ListRoots, when set, answers roots/list first (MCP 2025-11-25,
+	// client/roots), with ctx as for Elicit; when it returns ok false
+	// (nothing to say for this request), Roots are answered. The roots
+	// capability is then declared even while Roots is empty.
+	ListRoots func(ctx context.Context) (roots []*mcp.Root, ok bool, err error)
+
 	// ProtocolVersion, when set, is the protocol version offered to the
 	// server in initialize (the server may answer with an older one it
 	// prefers); empty: the go-sdk's latest. See ProtocolClassic for why a

@@ -61,6 +61,31 @@ func checkedElicit(handler func(context.Context, *mcp.ElicitRequest) (*mcp.Elici
 	}
 }
 
+// relayRoots is a receiving middleware that answers roots/list with f
+// (ClientOptions.ListRoots) when it has an answer, in the call's context.
+func relayRoots(f func(context.Context) ([]*mcp.Root, bool, error), calls *callSet) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "roots/list" {
+				return next(ctx, method, req)
+			}
+			cctx, done := calls.inCall(ctx)
+			roots, ok, err := f(cctx)
+			done()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return next(ctx, method, req)
+			}
+			if roots == nil {
+				roots = []*mcp.Root{}
+			}
+			return &mcp.ListRootsResult{Roots: roots}, nil
+		}
+	}
+}
+
 // markElicitRan notes, for checkedElicit, that the handler was reached.
 func markElicitRan(ctx context.Context) {
 	if ran, ok := ctx.Value(elicitRanKey{}).(*bool); ok {

@@ -57,7 +57,7 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 			return f(ctx, req)
 		}
 	}
-	if len(copts.Roots) > 0 {
+	if len(copts.Roots) > 0 || copts.ListRoots != nil {
 		caps.RootsV2 = &mcp.RootCapabilities{}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
@@ -82,6 +82,9 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 	}
 	if elicit != nil {
 		c.AddReceivingMiddleware(checkedElicit(elicit))
+	}
+	if f := copts.ListRoots; f != nil {
+		c.AddReceivingMiddleware(relayRoots(f, calls))
 	}
 	return c
 }

@@ -4,6 +4,8 @@ package gateway_test
 
 import (
 	"context"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,5 +90,37 @@ func TestElicitationAndSamplingFromUnpinnedServer(t *testing.T) {
 		if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || got != want {
 			t.Errorf("%s: %q (isError %v), want %q", tool, got, res.IsError, want)
 		}
+	}
+}
+
+// TestRootsRelayed: an upstream server's roots/list during a call is
+// answered with the roots of the client that made the call when it
+// declared the roots capability, and with the server's configured roots
+// when it did not.
+func TestRootsRelayed(t *testing.T) {
+	dir := t.TempDir()
+	f := start(t, unpinned+"roots = ["+strconv.Quote("file://"+dir)+"]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+
+	withRoots := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil)
+	withRoots.AddRoots(&mcp.Root{URI: "file:///client/project", Name: "project"})
+	cs := memSession(t, f, withRoots, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask__roots", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || got != "file:///client/project" {
+		t.Errorf("roots of a client with roots: %q (isError %v)", got, res.IsError)
+	}
+
+	without := mcp.NewClient(&mcp.Implementation{Name: "t"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	cs2 := memSession(t, f, without, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	res, err = cs2.CallTool(ctx, &mcp.CallToolParams{Name: "ask__roots", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || !strings.HasPrefix(got, "file://") || !strings.HasSuffix(got, filepath.Base(dir)) {
+		t.Errorf("roots of a client without roots: %q, want the configured %s", got, dir)
 	}
 }

@@ -49,6 +49,24 @@ func Sample(ctx context.Context, req *host.SamplingRequest) (*mcp.CreateMessageR
 	return ss.CreateMessage(ctx, req.Params)
 }
 
+// Roots answers an upstream server's roots/list during a call with the
+// roots of the gateway client that made the call, when that client
+// declared the roots capability (MCP 2025-11-25 client/roots); otherwise
+// (no client to tie it to, or one without roots) ok is false and the host
+// answers the configured roots. Set it as host.Options.ListRoots. Errors
+// are the client's.
+func Roots(ctx context.Context, req *host.RootsRequest) ([]*mcp.Root, bool, error) {
+	ss, err := relayTarget(ctx, req.Backend, req.Call, "roots", func(c *mcp.ClientCapabilities) bool { return c.RootsV2 != nil || c.Roots.ListChanged })
+	if err != nil {
+		return nil, false, nil
+	}
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	return res.Roots, true, nil
+}
+
 func relayTarget(ctx context.Context, backend string, call *host.CallInfo, what string, declared func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {
 	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
 	if call == nil || ss == nil {
