@@ -97,6 +97,7 @@ type Gateway struct {
 	applyMu sync.Mutex             // serialises reconcile
 	exposed atomic.Bool            // Serve listens beyond loopback: tokens required
 	calls   inflight
+	pending pendingSet
 
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -122,5 +123,101 @@ func TestRootsRelayed(t *testing.T) {
 	}
 	if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || !strings.HasPrefix(got, "file://") || !strings.HasSuffix(got, filepath.Base(dir)) {
 		t.Errorf("roots of a client without roots: %q, want the configured %s", got, dir)
+	}
+}
+
+// TestInputRequestsFor2026Clients: a client of protocol 2026-07-28 cannot
+// be sent requests during a call, so an upstream server's elicitation,
+// sampling and roots requests reach it in the call's result (SEP-2322,
+// input required) and its answers, sent with the retry, reach the server,
+// whose call then completes; a retry with an unknown requestState is an
+// error result.
+func TestInputRequestsFor2026Clients(t *testing.T) {
+	f := start(t, unpinned)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "sampled"}}, nil
+		},
+	})
+	client.AddRoots(&mcp.Root{URI: "file:///client/project"})
+	cs := memSession(t, f, client, nil)
+	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+		t.Fatalf("the client negotiated %s; the test needs 2026-07-28 or later", v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"ask__elicit", map[string]any{}, `action=accept content={"name":"Ada"}`},
+		{"ask__sample", map[string]any{"prompt": "hi"}, "model=m text=sampled"},
+		{"ask__roots", map[string]any{}, "file:///client/project"},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tool, err)
+		}
+		if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || got != tc.want {
+			t.Errorf("%s: %q (isError %v), want %q", tc.tool, got, res.IsError, tc.want)
+		}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask__elicit", Arguments: map[string]any{}, RequestState: "forged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(got, "requestState") {
+		t.Errorf("a forged requestState: %q (isError %v)", got, res.IsError)
+	}
+}
+
+// TestInputRequestNeverAnswered: a 2026-07-28 client that gets an input
+// request and never calls again does not hold the upstream call beyond
+// its deadline: the call ends and its requestState expires.
+func TestInputRequestNeverAnswered(t *testing.T) {
+	f := start(t, unpinned+"timeout = \"1s\"\n")
+	client := mcp.NewClient(&mcp.Implementation{Name: "t"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	cs := memSession(t, f, client, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask__elicit", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NeedsInput() || len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("want an input-required result, got %+v", res)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask__elicit", Arguments: map[string]any{}, RequestState: res.RequestState})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.IsError {
+			// The call ended at its deadline: this retry got its
+			// end, or found the requestState expired.
+			if txt := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(txt, "requestState") && !strings.Contains(txt, "timed out") {
+				t.Errorf("the unanswered call ended with %q", txt)
+			}
+			return
+		}
+		if !r.NeedsInput() {
+			t.Fatalf("a retry without answers: %+v", r)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("the unanswered call never expired")
+		}
 	}
 }

@@ -30,7 +30,8 @@ type profileServer struct {
 	resources map[string]string
 	templates map[string]string
 
-	levels logLevels // the clients' logging/setLevel
+	levels  logLevels   // the clients' logging/setLevel
+	pending *pendingSet // calls of 2026-07-28 clients between rounds (mrtr.go)
 	// statelessLevel is the level of a client session that set none
 	// over stateless HTTP: the go-sdk gives each request a session whose
 	// level is "info" ([serve] stateless); "" otherwise.
@@ -41,7 +42,7 @@ type profileServer struct {
 }
 
 func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
-	ps := &profileServer{profile: profile, view: view, calls: &g.calls,
+	ps := &profileServer{profile: profile, view: view, calls: &g.calls, pending: &g.pending,
 		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, served: map[string]bool{}}
 	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
 		// Declared even while the profile has none of a kind: they may
@@ -284,14 +285,22 @@ func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 			}
 			defer r.stop()
 		}
-		res, err := ps.view.CallTool(ctx, name, args)
-		if err != nil {
-			// A call that could not be made is a tool execution error
-			// for the model to read (MCP 2025-11-25 server/tools, "Error
-			// Handling"), not a protocol error.
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		call := func(ctx context.Context) (*mcp.CallToolResult, error) {
+			res, err := ps.view.CallTool(ctx, name, args)
+			if err != nil {
+				// A call that could not be made is a tool execution
+				// error for the model to read (MCP 2025-11-25
+				// server/tools, "Error Handling"), not a protocol error.
+				return errorResult(err), nil
+			}
+			return withoutUpstreamMeta(res), nil
 		}
-		return withoutUpstreamMeta(res), nil
+		if usesInputRequests(req) && req.Session != nil {
+			// A 2026-07-28 client gets an upstream server's requests
+			// in the call's result (mrtr.go).
+			return ps.multiRound(ctx, req, clientName(req.Extra), call)
+		}
+		return call(ctx)
 	}
 }
 
