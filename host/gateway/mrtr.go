@@ -198,8 +198,10 @@ func (ps *profileServer) nextRound(ctx context.Context, p *pendingCall) (*mcp.Ca
 	case a := <-p.asks:
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{a.id: a.params}, RequestState: p.token}, nil
 	case <-ctx.Done():
+		// The client went away or cancelled: so does the call (its
+		// goroutine ends with it; another round of the same state, if
+		// any, may hold its outcome).
 		forget()
-		<-p.done
 		return nil, ctx.Err()
 	}
 }
