@@ -70,6 +70,7 @@ func (l *loader) validate(cfg *Config) {
 	}
 	slices.SortStableFunc(all, func(a, b backend) int { return a.line - b.line })
 	seen := map[string]backend{}
+	var keys []toml.Key // the backends whose names are not taken: their prefixes are compared
 	for _, b := range all {
 		name := b.key[1]
 		switch {
@@ -83,10 +84,7 @@ func (l *loader) validate(cfg *Config) {
 			continue
 		}
 		seen[name] = b
-	}
-	keys := make([]toml.Key, len(all))
-	for i, b := range all {
-		keys[i] = b.key
+		keys = append(keys, b.key)
 	}
 	l.samePrefixes(cfg, keys)
 
