@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but clients and servers still use them
+
 import (
 	"context"
 	"errors"
