@@ -70,6 +70,7 @@ func (l *loader) validate(cfg *Config) {
 	}
 	slices.SortStableFunc(all, func(a, b backend) int { return a.line - b.line })
 	seen := map[string]backend{}
+	var keys []toml.Key // the backends whose names are not taken: their prefixes are compared
 	for _, b := range all {
 		name := b.key[1]
 		switch {
@@ -83,7 +84,9 @@ func (l *loader) validate(cfg *Config) {
 			continue
 		}
 		seen[name] = b
+		keys = append(keys, b.key)
 	}
+	l.samePrefixes(cfg, keys)
 
 	for _, n := range cfg.ServerNames() {
 		l.validateServer(cfg.Servers[n], toml.Key{"servers", n})
@@ -94,6 +97,40 @@ func (l *loader) validate(cfg *Config) {
 	l.validatePolicy(cfg)
 	l.validateTools(cfg)
 	l.validateServe(cfg)
+}
+
+// samePrefixes reports two backends given the same non-empty prefix (the
+// default prefix is the name + "__"): every tool name they share would
+// collide in the catalogue. That is known from the configuration alone, so
+// it is a load error (DESIGN decision 5); collisions that only the tool
+// lists reveal (prefix "" on two backends, names equal once sanitized)
+// are run-time matters: the host skips the later tool with a warning.
+func (l *loader) samePrefixes(cfg *Config, keys []toml.Key) {
+	first := map[string]toml.Key{}
+	for _, key := range keys {
+		var p *string
+		if s := cfg.Servers[key[1]]; key[0] == "servers" && s != nil {
+			p = s.Prefix
+		} else if pl := cfg.Plugins[key[1]]; key[0] == "plugins" && pl != nil {
+			p = pl.Prefix
+		}
+		eff := key[1] + "__"
+		if p != nil {
+			eff = *p
+		}
+		if eff == "" {
+			continue
+		}
+		if f, dup := first[eff]; dup {
+			at := key
+			if p != nil {
+				at = append(slices.Clone(key), "prefix")
+			}
+			l.errorf(at, "prefix %q is also %s's: their tools would get the same names; give one of them another prefix", eff, strings.Join(f, "."))
+			continue
+		}
+		first[eff] = key
+	}
 }
 
 func (l *loader) validateServer(s *Server, key toml.Key) {

@@ -253,7 +253,9 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (ApplyReport, erro
 	// The new topology first, so no new call reaches a backend being
 	// stopped; then the old backends go, and then the new ones start (a
 	// changed server may need its predecessor's port or files).
-	h.publish(next, rep.Policy)
+	// (A changed [serve] also emits EventCatalogue: a gateway serves
+	// its new profiles and tokens, Host.Config.)
+	h.publish(next, rep.Policy || !sameJSON(old.cfg.Serve, cfg.Serve))
 	h.retire(stop, func(b *backend) error {
 		if next.byName[b.name] != nil {
 			return fmt.Errorf("%w: replaced by its new configuration (Host.Apply)", ErrBackendRemoved)

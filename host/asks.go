@@ -62,6 +62,13 @@ type SamplingRequest struct {
 	Params  *mcp.CreateMessageParams
 }
 
+// RootsRequest is an MCP server's roots/list (MCP 2025-11-25,
+// client/roots), as Options.ListRoots sees it.
+type RootsRequest struct {
+	Backend string    // as ElicitationRequest's
+	Call    *CallInfo // as ElicitationRequest's
+}
+
 type callInfoKey struct{}
 
 // withCall returns ctx carrying the tool call it is made for, so that a
@@ -109,7 +116,18 @@ func (h *Host) features(name string, s *config.Server) *transport.ClientOptions 
 			return sample(ctx, &SamplingRequest{Backend: name, Call: ci, Params: req.Params})
 		}
 	}
-	if f.LogLevel == "" && f.Roots == nil && f.Elicit == nil && f.Sample == nil {
+	if list := h.opts.ListRoots; list != nil {
+		f.ListRoots = func(ctx context.Context) ([]*mcp.Root, bool, error) {
+			return list(ctx, &RootsRequest{Backend: name, Call: callOf(ctx)})
+		}
+	}
+	if f.Elicit != nil || f.Sample != nil || f.ListRoots != nil {
+		// A host that answers servers' requests offers protocol
+		// 2025-11-25, in which servers of both eras can send them during a
+		// call (see transport.ProtocolClassic).
+		f.ProtocolVersion = transport.ProtocolClassic
+	}
+	if f.LogLevel == "" && f.Roots == nil && f.Elicit == nil && f.Sample == nil && f.ListRoots == nil {
 		return nil
 	}
 	return f

@@ -26,8 +26,11 @@ var (
 	// 2025-11-25, server/tools: "arguments" is an object).
 	ErrInvalidArguments = errors.New("invalid tool arguments")
 
-	// ErrNameCollision: two tools map to the same catalogue name. Returned
-	// by New; set a backend's prefix to separate them.
+	// ErrNameCollision: two tools map to the same catalogue name. It never
+	// fails New or a rebuild: the tool that does not hold the name is left
+	// out, and the Reason of its Host.Excluded entry is an error wrapping
+	// this one that names both sources; set a backend's prefix to separate
+	// them. (Two backends with the same prefix are refused by config.Load.)
 	ErrNameCollision = errors.New("tool name collision")
 
 	// ErrClosed: the Host was closed.

@@ -89,8 +89,15 @@ type Options struct {
 	// Roots are answered to MCP servers' roots/list (MCP 2025-11-25,
 	// client/roots) when the configuration has none for the server ([host]
 	// roots or its own roots win); the roots capability is declared only
-	// when a server has some.
+	// when a server has some (or ListRoots is set).
 	Roots []*mcp.Root
+
+	// ListRoots, when set, answers MCP servers' roots/list first, in the
+	// context of the tool call it belongs to (as Elicit); when it returns
+	// ok false, the configured roots (or Roots) are answered. A gateway
+	// sets it to relay the roots of the client that made the call
+	// (gateway.Roots).
+	ListRoots func(ctx context.Context, req *RootsRequest) (roots []*mcp.Root, ok bool, err error)
 }
 
 // Kinds of backend, as reported in Status.
@@ -182,9 +189,13 @@ type Host struct {
 //
 // A backend that fails does not fail New: it is restarted by policy and
 // reported by Status. New returns an error only when the catalogue itself
-// is invalid: two tools that map to the same name (ErrNameCollision, naming
-// both sources), a backend that cannot be built from cfg, or an audit log
-// that cannot be opened (ErrAudit). On error, everything started is stopped.
+// is invalid: a backend that cannot be built from cfg, or an audit log
+// that cannot be opened (ErrAudit). On error, everything started is
+// stopped. Two tools that map to the same catalogue name do not fail it:
+// the one that came later is left out (see Host.Excluded, whose Reason
+// wraps the text of ErrNameCollision naming both sources) and logged at
+// Warn; two backends with the same prefix are refused earlier, by
+// config.Load.
 //
 // cfg may come from config.Load or be built in Go: a Config that did not
 // pass config.Load, config.Parse or (*config.Config).Validate is validated
@@ -233,12 +244,10 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 		}
 	}
 	h.rebuildMu.Lock()
-	err = h.rebuild(true)
+	// Tool names that collide do not fail New: the later tool is left
+	// out, logged and listed by Excluded (see collide).
+	_ = h.rebuild(false)
 	h.rebuildMu.Unlock()
-	if err != nil {
-		h.Close()
-		return nil, err
-	}
 	for _, p := range h.ToolOptionProblems() {
 		h.logger.Warn(p)
 	}
@@ -372,7 +381,8 @@ func catalogueName(prefix, name string) string {
 // idleness keeps its tools; calls wait for it): it leaves out the tools a
 // backend's tools/deny_tools exclude and those whose schemas do not
 // compile, and decides every tool for every profile. A name collision is an
-// error when strict (New); otherwise the later tool is left out and logged.
+// error when strict (no caller asks for that any more); otherwise one tool
+// keeps the name and the other is left out and logged (collide).
 // The caller holds rebuildMu.
 func (h *Host) rebuild(strict bool) error {
 	tools := map[string]entry{}
@@ -396,11 +406,9 @@ func (h *Host) rebuild(strict bool) error {
 				b.logger.Warn("tool name rewritten to fit ^[A-Za-z0-9_-]{1,64}$", "tool", t.Name, "name", name)
 			}
 			if prev, ok := tools[name]; ok {
-				err := fmt.Errorf("%w: %q is both %s's tool %q and %s's tool %q; set prefix on one of the backends",
-					ErrNameCollision, name, prev.b.name, prev.name, b.name, t.Name)
-				errs = append(errs, err)
-				excluded = append(excluded, Excluded{Backend: b.name, Tool: t.Name, Reason: err.Error()})
-				continue
+				if h.collide(name, prev, b, t.Name, &errs, &excluded) {
+					continue
+				}
 			}
 			c, ok := schemas[t.Name]
 			if !ok {
@@ -426,12 +434,13 @@ func (h *Host) rebuild(strict bool) error {
 	if len(errs) > 0 && strict {
 		return errors.Join(errs...)
 	}
+	h.noteCollisions(errs)
 	names := sortedKeys(tools)
 	views := h.buildViews(tools, names)
 	h.mu.Lock()
 	h.tools, h.names, h.views, h.excluded = tools, names, views, excluded
 	h.mu.Unlock()
-	return errors.Join(errs...)
+	return nil
 }
 
 // Tools returns the catalogue as the global [policy] allows it, sorted by

@@ -274,28 +274,59 @@ max_restarts = 0
 	})
 }
 
+// TestCollision: tool names that collide never fail New (issue 14, item
+// 4): the later backend's tool is left out, listed by Excluded with an
+// error wrapping ErrNameCollision that names both sources, and the rest of
+// both backends is served; a backend that starts later (lazy) never takes
+// a name from the one that already serves it.
 func TestCollision(t *testing.T) {
-	toml := strings.ReplaceAll(`
+	h := newHost(t, `
 [servers.one]
 command = "@FIXTURE@"
 prefix = ""
+start = "lazy"
 
 [servers.two]
 command = "@FIXTURE@"
+args = ["-extra"]
 prefix = ""
-`, "@FIXTURE@", testutil.Fixture(t))
-	cfg, err := config.Parse([]byte(toml), nil)
-	if err != nil {
-		t.Fatal(err)
+`)
+	ctx := context.Background()
+	owner := func(name string) string {
+		tools, err := h.Tools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools {
+			if tl.Name == name {
+				return tl.Backend
+			}
+		}
+		return ""
 	}
-	h, err := host.New(context.Background(), cfg, nil)
-	if err == nil {
-		h.Close()
-		t.Fatal("New succeeded with colliding tool names")
+	// Tools starts the lazy one: both are up, and two (ready first)
+	// keeps every name it held.
+	if got := owner("echo"); got != "two" {
+		t.Errorf("echo served by %q, want two (the incumbent)", got)
 	}
-	if !errors.Is(err, host.ErrNameCollision) || !strings.Contains(err.Error(), `one's tool "echo"`) ||
-		!strings.Contains(err.Error(), `two's tool "echo"`) {
-		t.Fatalf("got %v, want ErrNameCollision naming both sources", err)
+	if got := owner("delete_all"); got != "two" {
+		t.Errorf("two's own tool delete_all served by %q", got)
+	}
+	if res, err := h.CallTool(ctx, "echo", map[string]any{"text": "hi"}); err != nil || text(t, res) != "hi" {
+		t.Fatalf("echo: %v %v", res, err)
+	}
+	var found bool
+	for _, e := range h.Excluded() {
+		if e.Backend == "one" && e.Tool == "echo" {
+			found = true
+			if !strings.Contains(e.Reason, host.ErrNameCollision.Error()) || !strings.Contains(e.Reason, `one's tool "echo"`) ||
+				!strings.Contains(e.Reason, `two's tool "echo"`) {
+				t.Errorf("reason %q does not name both sources", e.Reason)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("one's echo not in Excluded: %+v", h.Excluded())
 	}
 }
 

@@ -47,6 +47,19 @@ type ClientOptions struct {
 	// client/roots), and the roots capability is declared (without
 	// listChanged: the list is fixed for the transport's life).
 	Roots []*mcp.Root
+
+	// ListRoots, when set, answers roots/list first (MCP 2025-11-25,
+	// client/roots), with ctx as for Elicit; when it returns ok false
+	// (nothing to say for this request), Roots are answered. The roots
+	// capability is then declared even while Roots is empty.
+	ListRoots func(ctx context.Context) (roots []*mcp.Root, ok bool, err error)
+
+	// ProtocolVersion, when set, is the protocol version offered to the
+	// server in initialize (the server may answer with an older one it
+	// prefers); empty: the go-sdk's latest. See ProtocolClassic for why a
+	// client that answers elicitation, sampling or roots may want
+	// 2025-11-25.
+	ProtocolVersion string
 }
 
 // callSet tracks the tools/call contexts in flight on one transport, so that
@@ -58,6 +71,9 @@ type callSet struct {
 	mu    sync.Mutex
 	next  uint64
 	calls map[uint64]context.Context
+	// tapped: log messages are relayed (WithLog) as the transport reads
+	// them (tapLog), not by the go-sdk's handler.
+	tapped bool
 }
 
 func (c *callSet) add(ctx context.Context) (done func()) {
@@ -224,7 +240,11 @@ func (s *session) setLogLevel(ctx context.Context, logger hclog.Logger, level mc
 	if level == "" || s.caps().Logging == nil {
 		return
 	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	if err := s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 		logger.Warn("server refused logging/setLevel; its log level is its own", "level", level, "error", err)
+		return
 	}
+	s.logLevel = level
 }

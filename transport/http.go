@@ -175,7 +175,7 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 		// short so a dead server is reported rather than retried for long.
 		MaxRetries: 2,
 	}
-	cs, err := newClient(h.logger, h.onChange, h.progress, h.copts, h.calls).Connect(ctx, t, nil)
+	cs, err := newClient(h.logger, h.onChange, h.progress, h.copts, h.calls).Connect(ctx, t, sessionOptions(h.copts))
 	if err != nil {
 		return nil, capErr(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,7 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 	var elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	if f := copts.Elicit; f != nil {
 		elicit = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			markElicitRan(ctx)
 			ctx, done := calls.inCall(ctx)
 			defer done()
 			return f(ctx, req)
@@ -55,7 +57,7 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 			return f(ctx, req)
 		}
 	}
-	if len(copts.Roots) > 0 {
+	if len(copts.Roots) > 0 || copts.ListRoots != nil {
 		caps.RootsV2 = &mcp.RootCapabilities{}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
@@ -72,10 +74,17 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 		// but servers still send notifications/message.
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			logServerMessage(logger, req.Params)
+			calls.handlerLog(req.Params) // to the call that asked (WithLog)
 		},
 	})
 	if len(copts.Roots) > 0 {
 		c.AddRoots(copts.Roots...)
+	}
+	if elicit != nil {
+		c.AddReceivingMiddleware(checkedElicit(elicit))
+	}
+	if f := copts.ListRoots; f != nil {
+		c.AddReceivingMiddleware(relayRoots(f, calls))
 	}
 	return c
 }
@@ -85,6 +94,9 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 type session struct {
 	cs   *mcp.ClientSession
 	init *mcp.InitializeResult
+
+	logMu    sync.Mutex       // held while the level is being changed
+	logLevel mcp.LoggingLevel // the level last set with logging/setLevel ("": none)
 }
 
 func newSession(cs *mcp.ClientSession) *session {
@@ -227,7 +239,7 @@ func (o ops) CallTool(ctx context.Context, p *mcp.CallToolParams) (res *mcp.Call
 		defer done()
 		p = withToken(p, token)
 	}
-	err = o.run(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, p); return })
+	err = o.run(ctx, "tools/call", func(se *session) (err error) { res, err = se.callTool(ctx, se.forLog(ctx, p)); return })
 	return res, err
 }
 

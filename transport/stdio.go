@@ -157,7 +157,7 @@ var _ Transport = (*Stdio)(nil)
 // Connect.
 func NewStdio(cmd Command, opts *StdioOptions) *Stdio {
 	s := &Stdio{cmd: cmd}
-	s.ops = ops{do: s.do, progress: &progressRouter{}, calls: &callSet{}}
+	s.ops = ops{do: s.do, progress: &progressRouter{}, calls: &callSet{tapped: true}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -308,7 +308,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		Writer:        inW,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
-	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, conn, nil)
+	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, conn, sessionOptions(s.opts.Features))
 	if err != nil {
 		cause := capErr(s.fault(ctx, err))
 		s.Close()
@@ -519,6 +519,7 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			}
 			continue
 		}
+		f.s.calls.tapLog(trimmed)
 		f.buf = append(trimmed, '\n')
 	}
 	n := copy(p, f.buf)

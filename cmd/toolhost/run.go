@@ -249,7 +249,7 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	if c.serving {
 		// Requests of a server go to the gateway's client that made the
 		// call (stdin may be the protocol).
-		opts.Elicit, opts.Sample = gateway.Elicit, gateway.Sample
+		opts.Elicit, opts.Sample, opts.ListRoots = gateway.Elicit, gateway.Sample, gateway.Roots
 	} else {
 		// Servers may ask the user for input on a terminal.
 		opts.Elicit = (&elicitor{stderr: c.stderr}).elicit

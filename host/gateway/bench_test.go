@@ -95,6 +95,35 @@ func BenchmarkGatewayCall(b *testing.B) {
 		benchCalls(b, cs, "echo", args)
 	})
 
+	// The floor of any gateway built on the go-sdk: a bare go-sdk server
+	// whose tool handler makes the same call with a go-sdk client to the
+	// fixture (no policy, validation, audit or supervision), served over
+	// an in-memory transport, to set against via=gateway-mem.
+	b.Run("target=fixture/via=sdk-proxy-mem", func(b *testing.B) {
+		up, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testutil.Fixture(b))}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer up.Close()
+		proxy := mcp.NewServer(&mcp.Implementation{Name: "proxy"}, nil)
+		proxy.AddTool(&mcp.Tool{Name: "fx__echo", InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return up.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: req.Params.Arguments})
+			})
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := proxy.Connect(ctx, st, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ss.Close()
+		cs, err := client.Connect(ctx, ct, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		benchCalls(b, cs, "fx__echo", args)
+	})
+
 	cfgPath := filepath.Join(b.TempDir(), "toolhost.toml")
 	if err := os.WriteFile(cfgPath, []byte(src), 0o644); err != nil {
 		b.Fatal(err)
@@ -103,7 +132,11 @@ func BenchmarkGatewayCall(b *testing.B) {
 	for _, target := range []string{"fixture", "wasm"} {
 		tool := map[string]string{"fixture": "fx__echo", "wasm": "wasm__echo"}[target]
 		b.Run("target="+target+"/via=gateway-stdio", func(b *testing.B) {
-			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "--config", cfgPath, "serve", "--stdio")}, nil)
+			cmd := exec.Command(bin, "--config", cfgPath, "serve", "--stdio")
+			if g := os.Getenv("BENCH_GATEWAY_GOGC"); g != "" {
+				cmd.Env = append(os.Environ(), "GOGC="+g)
+			}
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -115,6 +148,41 @@ func BenchmarkGatewayCall(b *testing.B) {
 	f := startTB(b, src)
 	srv := httptest.NewServer(f.g.Handler())
 	defer srv.Close()
+	for _, target := range []string{"fixture", "wasm"} {
+		tool := map[string]string{"fixture": "fx__echo", "wasm": "wasm__echo"}[target]
+		// The hops apart: the host alone (toolhost's client hop to the
+		// backend, no MCP server side), and the gateway in process over
+		// an in-memory transport (the server side too, but no client
+		// stdio hop).
+		b.Run("target="+target+"/via=host", func(b *testing.B) {
+			var lat latencies
+			b.ResetTimer()
+			for b.Loop() {
+				t0 := time.Now()
+				res, err := f.h.CallTool(ctx, tool, args)
+				lat.add(time.Since(t0))
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+			b.StopTimer()
+			lat.report(b)
+		})
+		b.Run("target="+target+"/via=gateway-mem", func(b *testing.B) {
+			mctx, cancel := context.WithCancel(ctx)
+			ct, st := mcp.NewInMemoryTransports()
+			served := make(chan error, 1)
+			go func() { served <- f.g.ServeTransport(mctx, st) }()
+			cs, err := client.Connect(mctx, ct, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchCalls(b, cs, tool, args)
+			cs.Close()
+			cancel()
+			<-served
+		})
+	}
 	for _, target := range []string{"fixture", "wasm"} {
 		tool := map[string]string{"fixture": "fx__echo", "wasm": "wasm__echo"}[target]
 		b.Run("target="+target+"/via=gateway-http", func(b *testing.B) {

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -80,21 +81,23 @@ type catalogue interface {
 	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
 	Resources(ctx context.Context) ([]host.Resource, error)
 	ReadResource(ctx context.Context, backend, uri string) (*mcp.ReadResourceResult, error)
+	ResourceTemplates(ctx context.Context) ([]host.ResourceTemplate, error)
+	Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
 }
 
 // Gateway serves one Host to MCP clients. Make one with New; Close it
 // before the Host.
 type Gateway struct {
-	h       *host.Host
-	cfg     *config.Config
-	serve   config.Serve
-	profile string // the view of a client with no token
-	opts    Options
-	logger  hclog.Logger
+	h      *host.Host
+	serve  config.Serve // as at New: stateless, max_body, session_timeout
+	opts   Options
+	logger hclog.Logger
 
-	servers map[string]*profileServer // by profile name; "" is the Host's own view
-	tokens  []token
+	cur     atomic.Pointer[served] // replaced whole by reconcile
+	applyMu sync.Mutex             // serialises reconcile
+	exposed atomic.Bool            // Serve listens beyond loopback: tokens required
 	calls   inflight
+	pending pendingSet
 
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's
@@ -102,6 +105,16 @@ type Gateway struct {
 	stop        chan struct{}
 	done        chan struct{}
 	closeOnce   sync.Once
+}
+
+// served is what the gateway serves under one configuration of its Host:
+// the configuration, the profile of a client with no token, one server per
+// served profile ("" is the Host's own view) and the client tokens.
+type served struct {
+	cfg     *config.Config
+	profile string
+	servers map[string]*profileServer
+	tokens  []token
 }
 
 // token is one client's bearer token, by its SHA-256 (compared in constant
@@ -118,7 +131,7 @@ type token struct {
 // from then on. cfg must be the configuration h was built from. An unknown
 // profile is an error wrapping host.ErrUnknownProfile.
 func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
-	g := &Gateway{h: h, cfg: cfg, serve: cfg.Serve, servers: map[string]*profileServer{},
+	g := &Gateway{h: h, serve: cfg.Serve,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if opts != nil {
 		g.opts = *opts
@@ -130,39 +143,18 @@ func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
 	if g.opts.Version == "" {
 		g.opts.Version = "dev"
 	}
-	g.profile = g.serve.Profile
-	if g.opts.Profile != "" {
-		g.profile = g.opts.Profile
-	}
 	if g.serve.MaxBody == 0 {
 		g.serve.MaxBody = config.DefaultMaxBody
 	}
 	if g.serve.SessionTimeout == 0 {
 		g.serve.SessionTimeout = config.Duration(config.DefaultSessionTimeout)
 	}
-	profiles := []string{g.profile}
-	for _, name := range slices.Sorted(maps.Keys(g.serve.Clients)) {
-		c := g.serve.Clients[name]
-		g.tokens = append(g.tokens, token{sum: sha256.Sum256([]byte(c.Token)), client: name, profile: c.Profile})
-		profiles = append(profiles, c.Profile)
-	}
-	for _, p := range profiles {
-		if _, ok := g.servers[p]; ok {
-			continue
-		}
-		var view catalogue = h
-		if p != "" {
-			v, err := h.Profile(p)
-			if err != nil {
-				return nil, err
-			}
-			view = v
-		}
-		g.servers[p] = g.newServer(p, view)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	g.syncAll(ctx)
+	err := g.reconcile(ctx, cfg)
 	cancel()
+	if err != nil {
+		return nil, err
+	}
 	g.unsubscribe = h.Subscribe(func(ev host.Event) {
 		switch ev.Kind {
 		case host.EventCatalogue, host.EventListChanged, host.EventState:
@@ -179,8 +171,76 @@ func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
 	return g, nil
 }
 
+// reconcile makes the gateway serve what cfg says: a server for every
+// profile of [serve] profile and [serve.clients] (those already served are
+// kept, with their sessions), the tokens of cfg, and no server for a
+// profile no longer served (its sessions are closed). A new server has the
+// catalogue registered before any client can reach it. Stateless, max_body
+// and session_timeout stay as at New. An unknown profile is an error
+// wrapping host.ErrUnknownProfile, and nothing changes.
+func (g *Gateway) reconcile(ctx context.Context, cfg *config.Config) error {
+	g.applyMu.Lock()
+	defer g.applyMu.Unlock()
+	old := g.cur.Load()
+	if old != nil && old.cfg == cfg {
+		return nil
+	}
+	next := &served{cfg: cfg, profile: cfg.Serve.Profile, servers: map[string]*profileServer{}}
+	var added []string
+	if g.opts.Profile != "" {
+		next.profile = g.opts.Profile
+	}
+	profiles := []string{next.profile}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Serve.Clients)) {
+		c := cfg.Serve.Clients[name]
+		next.tokens = append(next.tokens, token{sum: sha256.Sum256([]byte(c.Token)), client: name, profile: c.Profile})
+		profiles = append(profiles, c.Profile)
+	}
+	for _, p := range profiles {
+		if _, ok := next.servers[p]; ok {
+			continue
+		}
+		if old != nil && old.servers[p] != nil {
+			next.servers[p] = old.servers[p]
+			continue
+		}
+		var view catalogue = g.h
+		if p != "" {
+			v, err := g.h.Profile(p)
+			if err != nil {
+				return err
+			}
+			view = v
+		}
+		next.servers[p] = g.newServer(p, view)
+		added = append(added, p)
+	}
+	for _, p := range added {
+		next.servers[p].sync(ctx, g.logger)
+	}
+	g.cur.Store(next)
+	if old != nil {
+		for p, ps := range old.servers {
+			if next.servers[p] != nil {
+				continue
+			}
+			g.logger.Info("profile no longer served; closing its sessions", "profile", p)
+			for ss := range ps.srv.Sessions() {
+				g.calls.end(func(c *call) bool { return c.ss == ss })
+				ss.Close()
+			}
+		}
+		if len(added) > 0 || len(next.servers) != len(old.servers) {
+			g.logger.Info("served profiles changed", "profiles", slices.Sorted(maps.Keys(next.servers)), "clients", len(next.tokens))
+		}
+	}
+	return nil
+}
+
 // resyncLoop brings every profile's server up to date after catalogue
-// events, one resync for any number of events that arrived meanwhile.
+// events, one resync for any number of events that arrived meanwhile. It
+// first follows the Host's configuration (Host.Apply): profiles and tokens
+// added to or removed from [serve] are served or dropped.
 func (g *Gateway) resyncLoop() {
 	defer close(g.done)
 	for {
@@ -197,14 +257,18 @@ func (g *Gateway) resyncLoop() {
 			case <-ctx.Done():
 			}
 		}()
+		if err := g.reconcile(ctx, g.h.Config()); err != nil {
+			g.logger.Error("the new configuration's [serve] profiles cannot be served; serving the previous ones", "error", err)
+		}
 		g.syncAll(ctx)
 		cancel()
 	}
 }
 
 func (g *Gateway) syncAll(ctx context.Context) {
-	for _, p := range slices.Sorted(maps.Keys(g.servers)) {
-		g.servers[p].sync(ctx, g.logger)
+	servers := g.cur.Load().servers
+	for _, p := range slices.Sorted(maps.Keys(servers)) {
+		servers[p].sync(ctx, g.logger)
 	}
 }
 
@@ -232,7 +296,8 @@ func (g *Gateway) Close() error {
 // are cancelled, and ServeTransport returns once they have.
 func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	nt := &closeNotifier{Transport: t, closed: make(chan struct{})}
-	ss, err := g.servers[g.profile].srv.Connect(ctx, nt, nil)
+	cur := g.cur.Load()
+	ss, err := cur.servers[cur.profile].srv.Connect(ctx, nt, nil)
 	if err != nil {
 		return err
 	}
@@ -274,9 +339,20 @@ func (g *Gateway) Handler() http.Handler {
 	})
 	var h http.Handler = http.NewCrossOriginProtection().Handler(mcpHandler)
 	h = limitBody(g.calls.track(h), int64(g.serve.MaxBody))
-	if len(g.tokens) > 0 {
-		h = auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	}
+	open := h
+	authed := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	// Tokens may come and go with Host.Apply: the check applies while
+	// there are any.
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case len(g.cur.Load().tokens) > 0:
+			authed.ServeHTTP(w, r)
+		case g.exposed.Load():
+			http.Error(w, "no [serve.clients] tokens are configured any more; refusing to serve beyond loopback", http.StatusServiceUnavailable)
+		default:
+			open.ServeHTTP(w, r)
+		}
+	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -295,8 +371,11 @@ func (g *Gateway) Handler() http.Handler {
 // listener that is not on loopback (ErrUnauthenticated) unless
 // Options.AllowUnauthenticated.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	if len(g.tokens) == 0 && !g.opts.AllowUnauthenticated && !isLoopback(ln.Addr()) {
-		return fmt.Errorf("%w: %s is reachable from other machines; define [serve.clients.NAME] tokens, listen on 127.0.0.1, or pass --allow-unauthenticated", ErrUnauthenticated, ln.Addr())
+	if !g.opts.AllowUnauthenticated && !isLoopback(ln.Addr()) {
+		if len(g.cur.Load().tokens) == 0 {
+			return fmt.Errorf("%w: %s is reachable from other machines; define [serve.clients.NAME] tokens, listen on 127.0.0.1, or pass --allow-unauthenticated", ErrUnauthenticated, ln.Addr())
+		}
+		g.exposed.Store(true)
 	}
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -326,9 +405,10 @@ func isLoopback(a net.Addr) bool {
 func (g *Gateway) verify(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 	sum := sha256.Sum256([]byte(tok))
 	var match *token
-	for i := range g.tokens {
-		if subtle.ConstantTimeCompare(sum[:], g.tokens[i].sum[:]) == 1 {
-			match = &g.tokens[i]
+	tokens := g.cur.Load().tokens
+	for i := range tokens {
+		if subtle.ConstantTimeCompare(sum[:], tokens[i].sum[:]) == 1 {
+			match = &tokens[i]
 		}
 	}
 	if match == nil {
@@ -339,14 +419,15 @@ func (g *Gateway) verify(_ context.Context, tok string, _ *http.Request) (*auth.
 
 // serverFor picks the server of the request's client's profile.
 func (g *Gateway) serverFor(r *http.Request) *mcp.Server {
+	cur := g.cur.Load()
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		if p, ok := ti.Extra["profile"].(string); ok {
-			if ps, ok := g.servers[p]; ok {
+			if ps, ok := cur.servers[p]; ok {
 				return ps.srv
 			}
 		}
 	}
-	return g.servers[g.profile].srv
+	return cur.servers[cur.profile].srv
 }
 
 // clientName names the client of a request for the audit record.
@@ -379,8 +460,9 @@ func limitBody(next http.Handler, max int64) http.Handler {
 // ready.
 func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 	required := map[string]bool{}
-	for p := range g.servers {
-		if prof := g.cfg.Profiles[p]; prof != nil {
+	cur := g.cur.Load()
+	for p := range cur.servers {
+		if prof := cur.cfg.Profiles[p]; prof != nil {
 			for _, b := range prof.Requires {
 				required[b] = true
 			}

@@ -94,7 +94,7 @@ func startTB(t testing.TB, src string) *fixture {
 	}
 	f := &fixture{cfg: cfg, m: gateway.NewMetrics()}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "gw", Output: io.Discard})
-	f.h, err = host.New(context.Background(), cfg, &host.Options{Logger: logger, Elicit: gateway.Elicit, Sample: gateway.Sample, Audit: func(r host.AuditRecord) {
+	f.h, err = host.New(context.Background(), cfg, &host.Options{Logger: logger, Elicit: gateway.Elicit, Sample: gateway.Sample, ListRoots: gateway.Roots, Audit: func(r host.AuditRecord) {
 		f.mu.Lock()
 		f.audit = append(f.audit, r)
 		f.mu.Unlock()

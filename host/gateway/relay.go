@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but clients and servers still use them
+
 import (
 	"context"
 	"errors"
@@ -31,6 +33,20 @@ func withSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
 // answer. Set it as host.Options.Elicit on the Host a Gateway serves.
 // Errors wrap ErrNoClient (see there) or are the client's.
 func Elicit(ctx context.Context, req *host.ElicitationRequest) (*mcp.ElicitResult, error) {
+	if p, creq := askIn(ctx), requestIn(ctx); p != nil && req.Call != nil && creq != nil {
+		if !declares(creq, "elicitation") {
+			return nil, fmt.Errorf("%w: backend %s asked for elicitation during %s, but the client that made the call did not declare the elicitation capability", ErrNoClient, req.Backend, req.Call.Tool)
+		}
+		r, err := p.ask(ctx, req.Params)
+		if err != nil {
+			return nil, err
+		}
+		er, ok := r.(*mcp.ElicitResult)
+		if !ok {
+			return nil, fmt.Errorf("gateway: the client answered elicitation with %T", r)
+		}
+		return er, nil
+	}
 	ss, err := relayTarget(ctx, req.Backend, req.Call, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 	if err != nil {
 		return nil, err
@@ -42,11 +58,57 @@ func Elicit(ctx context.Context, req *host.ElicitationRequest) (*mcp.ElicitResul
 // client that made the call it belongs to (its LLM answers). Set it as
 // host.Options.Sample. Errors as Elicit's.
 func Sample(ctx context.Context, req *host.SamplingRequest) (*mcp.CreateMessageResult, error) {
+	if p, creq := askIn(ctx), requestIn(ctx); p != nil && req.Call != nil && creq != nil {
+		if !declares(creq, "sampling") {
+			return nil, fmt.Errorf("%w: backend %s asked for sampling during %s, but the client that made the call did not declare the sampling capability", ErrNoClient, req.Backend, req.Call.Tool)
+		}
+		r, err := p.ask(ctx, req.Params)
+		if err != nil {
+			return nil, err
+		}
+		wr, ok := r.(*mcp.CreateMessageWithToolsResult)
+		if !ok || len(wr.Content) != 1 {
+			return nil, fmt.Errorf("gateway: the client answered sampling with %T (want one content block)", r)
+		}
+		return &mcp.CreateMessageResult{Meta: wr.Meta, Content: wr.Content[0], Model: wr.Model, Role: wr.Role, StopReason: wr.StopReason}, nil
+	}
 	ss, err := relayTarget(ctx, req.Backend, req.Call, "sampling", func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil })
 	if err != nil {
 		return nil, err
 	}
 	return ss.CreateMessage(ctx, req.Params)
+}
+
+// Roots answers an upstream server's roots/list during a call with the
+// roots of the gateway client that made the call, when that client
+// declared the roots capability (MCP 2025-11-25 client/roots); otherwise
+// (no client to tie it to, or one without roots) ok is false and the host
+// answers the configured roots. Set it as host.Options.ListRoots. Errors
+// are the client's.
+func Roots(ctx context.Context, req *host.RootsRequest) ([]*mcp.Root, bool, error) {
+	if p, creq := askIn(ctx), requestIn(ctx); p != nil && req.Call != nil && creq != nil {
+		if !declares(creq, "roots") {
+			return nil, false, nil
+		}
+		r, err := p.ask(ctx, &mcp.ListRootsParams{})
+		if err != nil {
+			return nil, false, err
+		}
+		lr, ok := r.(*mcp.ListRootsResult)
+		if !ok {
+			return nil, false, fmt.Errorf("gateway: the client answered roots/list with %T", r)
+		}
+		return lr.Roots, true, nil
+	}
+	ss, err := relayTarget(ctx, req.Backend, req.Call, "roots", func(c *mcp.ClientCapabilities) bool { return c.RootsV2 != nil || c.Roots.ListChanged })
+	if err != nil {
+		return nil, false, nil
+	}
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	return res.Roots, true, nil
 }
 
 func relayTarget(ctx context.Context, backend string, call *host.CallInfo, what string, declared func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {

@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but clients and servers still use them
+
 import (
 	"context"
 	"encoding/json"
@@ -28,14 +30,22 @@ type profileServer struct {
 	tools     map[string]string
 	prompts   map[string]string
 	resources map[string]string
+	templates map[string]string
+
+	levels  logLevels   // the clients' logging/setLevel
+	pending *pendingSet // calls of 2026-07-28 clients between rounds (mrtr.go)
+	// statelessLevel is the level of a client session that set none
+	// over stateless HTTP: the go-sdk gives each request a session whose
+	// level is "info" ([serve] stateless); "" otherwise.
+	statelessLevel mcp.LoggingLevel
 
 	servedMu sync.RWMutex
 	served   map[string]bool // the resource URIs served now: what a client may subscribe to
 }
 
 func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
-	ps := &profileServer{profile: profile, view: view, calls: &g.calls,
-		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, served: map[string]bool{}}
+	ps := &profileServer{profile: profile, view: view, calls: &g.calls, pending: &g.pending,
+		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, served: map[string]bool{}}
 	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
 		// Declared even while the profile has none of a kind: they may
 		// come, announced by list_changed.
@@ -43,10 +53,21 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			// Answered by the backend that serves the prompt or
+			// resource; one that cannot complete gives an error.
+			Completions: &mcp.CompletionCapabilities{},
+			// A backend's log messages during a client's call are
+			// relayed at the level that client set (logging.go).
+			Logging: &mcp.LoggingCapabilities{},
 		},
+		CompletionHandler:  ps.complete,
 		SubscribeHandler:   ps.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
+	ps.srv.AddReceivingMiddleware(ps.trackLevels)
+	if g.serve.Stateless {
+		ps.statelessLevel = "info"
+	}
 	return ps
 }
 
@@ -157,10 +178,56 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 		ps.served = seen
 		ps.servedMu.Unlock()
 	}
+	if templates, err := ps.view.ResourceTemplates(ctx); err != nil {
+		logger.Warn("resources/templates/list for the gateway failed", "error", err)
+	} else {
+		seen := map[string]bool{}
+		for _, t := range templates {
+			if seen[t.URITemplate] {
+				logger.Warn("resource template listed by more than one backend; serving the first", "uriTemplate", t.URITemplate, "skipped", t.Backend)
+				continue
+			}
+			fp := t.Backend + "\x00" + fingerprint(t.ResourceTemplate)
+			if ps.templates[t.URITemplate] == fp {
+				seen[t.URITemplate] = true
+				continue
+			}
+			if !addTemplate(ps.srv, t.ResourceTemplate, ps.readResource(t.Backend)) {
+				logger.Warn("resource template not served: not a valid absolute URI template (RFC 6570)", "uriTemplate", t.URITemplate, "backend", t.Backend)
+				continue
+			}
+			seen[t.URITemplate] = true
+			ps.templates[t.URITemplate] = fp
+		}
+		if gone := missing(ps.templates, seen); len(gone) > 0 {
+			ps.srv.RemoveResourceTemplates(gone...)
+		}
+	}
+
 	for _, uri := range updated {
 		// The go-sdk server sends it to the sessions subscribed to uri.
 		_ = ps.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
 	}
+}
+
+// addTemplate registers t on srv, and reports false instead of letting the
+// go-sdk panic on a URI template that is not valid or not absolute (a
+// backend's template is hostile input).
+func addTemplate(srv *mcp.Server, t *mcp.ResourceTemplate, h mcp.ResourceHandler) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	srv.AddResourceTemplate(t, h)
+	return true
+}
+
+// complete answers completion/complete through the profile's view (MCP
+// 2025-11-25 server/utilities/completion).
+func (ps *profileServer) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	ctx = host.WithClient(ctx, clientName(req.Extra))
+	return ps.view.Complete(ctx, req.Params)
 }
 
 // missing deletes from registered the keys not in seen and returns them.
@@ -205,21 +272,37 @@ func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 		if len(req.Params.Arguments) > 0 {
 			args = req.Params.Arguments
 		}
-		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-			// The client asked for progress: ask the backend too, and
-			// relay its reports under the client's token.
-			r := startProgressRelay(ctx, req.Session, tok)
-			ctx = host.WithProgress(ctx, r.report)
+		tok := req.Params.GetProgressToken()
+		level := ps.logLevel(req)
+		if (tok != nil || level != "") && req.Session != nil {
+			// The client asked for progress or logs: ask the backend too,
+			// and relay its reports (under the client's token) and its
+			// log messages, in order, before the result.
+			r := startRelay(ctx, req.Session)
+			if tok != nil {
+				ctx = host.WithProgress(ctx, r.progress(tok))
+			}
+			if level != "" {
+				ctx = host.WithLog(ctx, level, r.log)
+			}
 			defer r.stop()
 		}
-		res, err := ps.view.CallTool(ctx, name, args)
-		if err != nil {
-			// A call that could not be made is a tool execution error
-			// for the model to read (MCP 2025-11-25 server/tools, "Error
-			// Handling"), not a protocol error.
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		call := func(ctx context.Context) (*mcp.CallToolResult, error) {
+			res, err := ps.view.CallTool(ctx, name, args)
+			if err != nil {
+				// A call that could not be made is a tool execution
+				// error for the model to read (MCP 2025-11-25
+				// server/tools, "Error Handling"), not a protocol error.
+				return errorResult(err), nil
+			}
+			return withoutUpstreamMeta(res), nil
 		}
-		return withoutUpstreamMeta(res), nil
+		if usesInputRequests(req) && req.Session != nil {
+			// A 2026-07-28 client gets an upstream server's requests
+			// in the call's result (mrtr.go).
+			return ps.multiRound(ctx, req, clientName(req.Extra), call)
+		}
+		return call(ctx)
 	}
 }
 
@@ -269,44 +352,65 @@ func (ps *profileServer) readResource(backend string) mcp.ResourceHandler {
 	}
 }
 
-// progressRelay sends a backend's progress reports to the gateway's client
-// (notifications/progress with the client's progressToken, MCP 2025-11-25
-// basic/utilities/progress) from a goroutine of its own: the host's
-// callback must not block, so reports queue (up to 16; a report that finds
-// the queue full is dropped, the next one supersedes it anyway).
-type progressRelay struct {
+// relay sends a backend's progress reports (notifications/progress with the
+// client's progressToken, MCP 2025-11-25 basic/utilities/progress) and log
+// messages (notifications/message, server/utilities/logging) to the
+// gateway's client, in the order they came, from a goroutine of its own:
+// the host's callbacks must not block, so they queue (up to 64; one that
+// finds the queue full is dropped: a progress report is superseded by the
+// next anyway, and a server that floods logs loses some).
+type relay struct {
 	mu     sync.Mutex
-	queue  chan host.Progress
+	queue  chan func()
 	closed bool
 	done   chan struct{}
+	ctx    context.Context
+	ss     *mcp.ServerSession
 }
 
-func startProgressRelay(ctx context.Context, ss *mcp.ServerSession, token any) *progressRelay {
-	r := &progressRelay{queue: make(chan host.Progress, 16), done: make(chan struct{})}
+func startRelay(ctx context.Context, ss *mcp.ServerSession) *relay {
+	r := &relay{queue: make(chan func(), 64), done: make(chan struct{}), ctx: ctx, ss: ss}
 	go func() {
 		defer close(r.done)
-		for p := range r.queue {
-			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		for f := range r.queue {
+			f()
 		}
 	}()
 	return r
 }
 
-func (r *progressRelay) report(p host.Progress) {
+func (r *relay) send(f func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
 	select {
-	case r.queue <- p:
+	case r.queue <- f:
 	default:
 	}
 }
 
-// stop sends what is queued, so that every relayed report reaches the
-// client before the result, and ends the relay.
-func (r *progressRelay) stop() {
+// progress returns the host callback that relays reports under token.
+func (r *relay) progress(token any) func(host.Progress) {
+	return func(p host.Progress) {
+		r.send(func() {
+			_ = r.ss.NotifyProgress(r.ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		})
+	}
+}
+
+// log relays one log message; the go-sdk sends it only at or above the
+// level the client set (logging/setLevel, or the request's
+// io.modelcontextprotocol/logLevel from protocol 2026-07-28).
+func (r *relay) log(p *mcp.LoggingMessageParams) {
+	cp := *p
+	r.send(func() { _ = r.ss.Log(r.ctx, &cp) })
+}
+
+// stop sends what is queued, so that everything relayed reaches the client
+// before the result, and ends the relay.
+func (r *relay) stop() {
 	r.mu.Lock()
 	r.closed = true
 	close(r.queue)

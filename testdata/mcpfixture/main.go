@@ -113,6 +113,7 @@ var (
 	progress   = flag.Bool("progress", false, "add the tool progress (sends notifications/progress before it answers)")
 	stateless  = flag.Bool("stateless", false, "with -http: serve stateless Streamable HTTP (protocol 2026-07-28, no sessions)")
 	client     = flag.Bool("client", false, "add the tools log, elicit, sample and roots, which use the client's features (use with -protocol 2025-11-25)")
+	templates  = flag.Bool("templates", false, "add the resource template fixture://item/{id} and answer completion/complete for the greeting prompt's name and the template's id")
 	protocol   = flag.String("protocol", "", "negotiate only this protocol version (e.g. 2025-06-18); default: all the go-sdk speaks")
 
 	calls, cancelled atomic.Int64
@@ -230,6 +231,12 @@ func newServer() *mcp.Server {
 		}
 		opts.SupportedProtocolVersions = []string{*protocol}
 	}
+	if *templates {
+		if opts == nil {
+			opts = &mcp.ServerOptions{}
+		}
+		opts.CompletionHandler = complete
+	}
 	s := mcp.NewServer(hostileImplementation(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}), opts)
 	s.AddReceivingMiddleware(count)
 	addHostile(s)
@@ -241,6 +248,12 @@ func newServer() *mcp.Server {
 	}
 	if *client {
 		addClientTools(s)
+	}
+	if *templates {
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "fixture://item/{id}", Name: "item", MIMEType: "text/plain"},
+			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "item " + strings.TrimPrefix(req.Params.URI, "fixture://item/")}}}, nil
+			})
 	}
 	if *progress {
 		mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress steps times (when asked to), then answer; with acked, wait for a progress_ack call after each report."},
@@ -399,6 +412,34 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 func (nopWriteCloser) Close() error { return nil }
 
+// complete answers completion/complete: for the greeting prompt's name
+// and the item template's id, the candidates that start with the value
+// typed so far, with the ref echoed as the first value ("prompt:NAME" or
+// "resource:URI") so that a test can see what reached the server.
+func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	ref := req.Params.Ref
+	var cands []string
+	switch {
+	case ref.Type == "ref/prompt" && ref.Name == "greeting" && req.Params.Argument.Name == "name":
+		cands = []string{"alice", "albert", "bob"}
+	case ref.Type == "ref/resource" && ref.URI == "fixture://item/{id}" && req.Params.Argument.Name == "id":
+		cands = []string{"1", "12", "2"}
+	default:
+		return nil, fmt.Errorf("nothing to complete for %s %s%s argument %q", ref.Type, ref.Name, ref.URI, req.Params.Argument.Name)
+	}
+	echo := "prompt:" + ref.Name
+	if ref.Type == "ref/resource" {
+		echo = "resource:" + ref.URI
+	}
+	values := []string{echo}
+	for _, c := range cands {
+		if strings.HasPrefix(c, req.Params.Argument.Value) {
+			values = append(values, c)
+		}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
+}
+
 // addClientTools adds tools that ask the client for something: log sends a
 // notifications/message at each MCP level; elicit, sample and roots send
 // elicitation/create, sampling/createMessage and roots/list, and answer
@@ -433,6 +474,17 @@ func addClientTools(s *mcp.Server) {
 			}})
 			if err != nil {
 				return nil, nil, err
+			}
+			b, _ := json.Marshal(res.Content)
+			return text(fmt.Sprintf("action=%s content=%s", res.Action, b)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "elicit_schema", Description: "Ask the client to fill the requested schema given as the argument schema; answer with its action and content, or the error."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Schema map[string]any `json:"schema"`
+		}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Choose", RequestedSchema: in.Schema})
+			if err != nil {
+				return text("error: " + err.Error()), nil, nil
 			}
 			b, _ := json.Marshal(res.Content)
 			return text(fmt.Sprintf("action=%s content=%s", res.Action, b)), nil, nil

@@ -1,0 +1,164 @@
+package transport
+
+//lint:file-ignore SA1019 logging is deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use it
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProtocolClassic is the protocol version an MCP transport offers a server
+// when ClientOptions.ProtocolVersion asks for it: the last revision in which
+// a server may send elicitation/create, sampling/createMessage and
+// roots/list during a call as requests of its own (MCP 2025-11-25). From
+// 2026-07-28 such requests come back in the call's result instead (SEP-2322,
+// "input required"), and a go-sdk v1.8 server refuses to send them the
+// older way on a session of that protocol; a go-sdk server written for
+// SEP-2322 still reaches a 2025-11-25 client (the go-sdk sends the requests
+// for it), so this version works with servers of both kinds.
+const ProtocolClassic = "2025-11-25"
+
+// sessionOptions returns the go-sdk session options for copts (nil: the
+// go-sdk's latest protocol).
+func sessionOptions(copts *ClientOptions) *mcp.ClientSessionOptions {
+	if copts == nil || copts.ProtocolVersion == "" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: copts.ProtocolVersion}
+}
+
+type logKey struct{}
+
+type logSink struct {
+	level mcp.LoggingLevel
+	f     func(*mcp.LoggingMessageParams)
+}
+
+// WithLog returns a context that asks for the server's log messages
+// (notifications/message, MCP 2025-11-25 server/utilities/logging) of the
+// tools/call made with it, at level and above (RFC 5424 severities: debug
+// is the lowest, emergency the highest). f is called for each, while the
+// call is in flight; it runs on the connection's goroutine, so it must be
+// quick and must not block. The messages also go to the transport's logger
+// as before.
+//
+// How a message is tied to its call: on a session of protocol 2026-07-28 or
+// later the call carries the level in _meta (io.modelcontextprotocol/logLevel,
+// SEP-2575) and the server sends that call's messages; on an earlier session
+// the server's level is session-wide, so the transport lowers it (sends
+// logging/setLevel) when a call asks for a lower level than the session
+// has, and never raises it again. In both eras MCP gives a notification no
+// link to a request over stdio, so a message reaches f only while this call
+// is the only tools/call in flight on the transport; otherwise it goes to
+// the logger only. A server without the logging capability sends nothing.
+func WithLog(ctx context.Context, level mcp.LoggingLevel, f func(*mcp.LoggingMessageParams)) context.Context {
+	if f == nil || level == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, logKey{}, &logSink{level: level, f: f})
+}
+
+func logFrom(ctx context.Context) *logSink {
+	s, _ := ctx.Value(logKey{}).(*logSink)
+	return s
+}
+
+// logRank orders MCP log levels; an unknown level ranks as debug.
+func logRank(l mcp.LoggingLevel) int {
+	switch l {
+	case "info":
+		return 1
+	case "notice":
+		return 2
+	case "warning":
+		return 3
+	case "error":
+		return 4
+	case "critical":
+		return 5
+	case "alert":
+		return 6
+	case "emergency":
+		return 7
+	}
+	return 0
+}
+
+// handlerLog is relayLog for the go-sdk's notifications/message handler:
+// on transports that do not tap their input (HTTP). There, the go-sdk may
+// hand a call its result before it has run the handler for a message
+// that came before the result, so the call's last messages can be lost.
+func (c *callSet) handlerLog(p *mcp.LoggingMessageParams) {
+	if c != nil && !c.tapped {
+		c.relayLog(p)
+	}
+}
+
+// tapLog relays a notifications/message as the transport reads the line
+// (stdio): before the line that carries the call's result is read, so
+// every message a server sends before its result reaches the call. It
+// decodes only lines that may be one while a call wants them.
+func (c *callSet) tapLog(line []byte) {
+	if c == nil || !bytes.Contains(line, []byte(`"notifications/message"`)) {
+		return
+	}
+	if cc := c.only(); cc == nil || logFrom(cc) == nil {
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage           `json:"id"`
+		Method string                    `json:"method"`
+		Params *mcp.LoggingMessageParams `json:"params"`
+	}
+	if json.Unmarshal(line, &msg) != nil || msg.ID != nil || msg.Method != "notifications/message" || msg.Params == nil {
+		return
+	}
+	c.relayLog(msg.Params)
+}
+
+// relayLog delivers p to the log sink of the only call in flight, when it
+// asked for p's level.
+func (c *callSet) relayLog(p *mcp.LoggingMessageParams) {
+	if c == nil || p == nil {
+		return
+	}
+	cc := c.only()
+	if cc == nil {
+		return
+	}
+	if s := logFrom(cc); s != nil && logRank(p.Level) >= logRank(s.level) {
+		s.f(p)
+	}
+}
+
+// forLog prepares a tools/call on se for ctx's log sink, if any: the
+// per-request level in _meta from protocol 2026-07-28, or the session's
+// level lowered before it.
+func (se *session) forLog(ctx context.Context, p *mcp.CallToolParams) *mcp.CallToolParams {
+	s := logFrom(ctx)
+	if s == nil || se.caps().Logging == nil {
+		return p
+	}
+	if se.init != nil && se.init.ProtocolVersion >= ProtocolNoPing {
+		cp := *p
+		cp.Meta = maps.Clone(p.Meta)
+		if cp.Meta == nil {
+			cp.Meta = mcp.Meta{}
+		}
+		cp.Meta[mcp.MetaKeyLogLevel] = s.level
+		return &cp
+	}
+	se.logMu.Lock()
+	defer se.logMu.Unlock()
+	if se.logLevel != "" && logRank(s.level) >= logRank(se.logLevel) {
+		return p
+	}
+	if se.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: s.level}) == nil {
+		se.logLevel = s.level
+	}
+	return p
+}
