@@ -1,0 +1,198 @@
+package transport_test
+
+//lint:file-ignore SA1019 elicitation is deprecated as of protocol 2026-07-28 (SEP-2577) but server-everything's task tool uses it
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/transport"
+)
+
+// everythingStdio is server-everything over stdio with features.
+func everythingStdio(t *testing.T, features *transport.ClientOptions) *transport.Stdio {
+	testutil.NeedNpx(t)
+	return transport.NewStdio(transport.Command{
+		Path: "npx", Args: append(append([]string{}, testutil.EverythingArgs...), "stdio"),
+		InheritEnv: config.DefaultInheritEnv,
+	}, &transport.StdioOptions{Features: features,
+		Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: testWriter{t}, Level: hclog.Debug})})
+}
+
+// taskTransports are the MCP transports tasks are tested on, each to
+// server-everything.
+var taskTransports = map[string]func(*testing.T, *transport.ClientOptions) transport.Transport{
+	"stdio": func(t *testing.T, f *transport.ClientOptions) transport.Transport { return everythingStdio(t, f) },
+}
+
+// researchText calls server-everything's simulate-research-query, a tool
+// whose execution.taskSupport is "required" (it goes through four 1s
+// stages), and returns its report.
+func researchText(t *testing.T, tr transport.Transport, args map[string]any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: "simulate-research-query", Arguments: args})
+	if err != nil {
+		t.Fatalf("simulate-research-query: %v", err)
+	}
+	if res.IsError || len(res.Content) == 0 {
+		t.Fatalf("simulate-research-query: tool error or no content: %+v", res)
+	}
+	text, _ := res.Content[0].(*mcp.TextContent)
+	if text == nil || !strings.Contains(text.Text, "# Research Report") {
+		t.Fatalf("simulate-research-query: not the final report: %+v", res.Content[0])
+	}
+	return text.Text
+}
+
+// TestTaskRequiredTool: a tool that must run as a task (taskSupport
+// "required") is task-augmented, polled and its result fetched; the caller
+// gets the final CallToolResult.
+func TestTaskRequiredTool(t *testing.T) {
+	for name, mk := range taskTransports {
+		t.Run(name, func(t *testing.T) {
+			tr := mk(t, nil)
+			defer tr.Close()
+			if _, err := tr.Connect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tr.ListTools(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			text := researchText(t, tr, map[string]any{"topic": "wasm"})
+			if !strings.Contains(text, "wasm") {
+				t.Errorf("report is not about the topic: %.200s", text)
+			}
+			// The connection still serves ordinary calls.
+			res, err := tr.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "after"}})
+			if err != nil || res.IsError {
+				t.Fatalf("echo after the task: %v %+v", err, res)
+			}
+		})
+	}
+}
+
+// TestTaskInputRequired: the task asks for input (input_required); the
+// elicitation arrives through tasks/result and is answered by the
+// ClientOptions handler; the report carries the answer.
+func TestTaskInputRequired(t *testing.T) {
+	for name, mk := range taskTransports {
+		t.Run(name, func(t *testing.T) {
+			var asked atomic.Int32
+			tr := mk(t, &transport.ClientOptions{Elicit: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Add(1)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"interpretation": "historical"}}, nil
+			}})
+			defer tr.Close()
+			if _, err := tr.Connect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tr.ListTools(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			text := researchText(t, tr, map[string]any{"topic": "rust", "ambiguous": true})
+			if asked.Load() != 1 {
+				t.Errorf("elicitation asked %d times, want 1", asked.Load())
+			}
+			if !strings.Contains(text, "historical") {
+				t.Errorf("report lacks the clarification: %.400s", text)
+			}
+		})
+	}
+}
+
+// logWatch is a log sink that closes a channel when a line contains a
+// given text.
+type logWatch struct {
+	t     *testing.T
+	mu    sync.Mutex
+	lines []string
+	waits map[string]chan struct{}
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	line := string(p)
+	w.t.Log(strings.TrimRight(line, "\n"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, line)
+	for text, ch := range w.waits {
+		if strings.Contains(line, text) {
+			close(ch)
+			delete(w.waits, text)
+		}
+	}
+	return len(p), nil
+}
+
+// seen returns a channel closed once a line with text is logged.
+func (w *logWatch) seen(text string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := make(chan struct{})
+	for _, l := range w.lines {
+		if strings.Contains(l, text) {
+			close(ch)
+			return ch
+		}
+	}
+	if w.waits == nil {
+		w.waits = map[string]chan struct{}{}
+	}
+	w.waits[text] = ch
+	return ch
+}
+
+// TestTaskCancel: cancelling the caller's context while the task runs ends
+// the call with context.Canceled after tasks/cancel was answered by the
+// server; the connection stays usable.
+func TestTaskCancel(t *testing.T) {
+	testutil.NeedNpx(t)
+	w := &logWatch{t: t}
+	tr := transport.NewStdio(transport.Command{
+		Path: "npx", Args: append(append([]string{}, testutil.EverythingArgs...), "stdio"),
+		InheritEnv: config.DefaultInheritEnv,
+	}, &transport.StdioOptions{Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: w, Level: hclog.Trace})})
+	defer tr.Close()
+	if _, err := tr.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	polled := w.seen("task status")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: "simulate-research-query", Arguments: map[string]any{"topic": "go"}})
+		errc <- err
+	}()
+	select {
+	case <-polled: // the task exists and was polled once
+	case err := <-errc:
+		t.Fatalf("the call ended before its task was polled: %v", err)
+	}
+	cancelled := w.seen("task cancelled")
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled task call: %v, want context.Canceled", err)
+	}
+	select {
+	case <-cancelled:
+	default:
+		t.Fatal("the call returned before the server answered tasks/cancel")
+	}
+	researchText(t, tr, map[string]any{"topic": "again"})
+}
