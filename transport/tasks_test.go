@@ -33,6 +33,10 @@ func everythingStdio(t *testing.T, features *transport.ClientOptions) *transport
 // server-everything.
 var taskTransports = map[string]func(*testing.T, *transport.ClientOptions) transport.Transport{
 	"stdio": func(t *testing.T, f *transport.ClientOptions) transport.Transport { return everythingStdio(t, f) },
+	"http": func(t *testing.T, f *transport.ClientOptions) transport.Transport {
+		return transport.NewHTTP(testutil.StartEverythingHTTP(t), &transport.HTTPOptions{Features: f,
+			Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: testWriter{t}, Level: hclog.Trace})})
+	},
 }
 
 // researchText calls server-everything's simulate-research-query, a tool
@@ -158,41 +162,52 @@ func (w *logWatch) seen(text string) <-chan struct{} {
 // the call with context.Canceled after tasks/cancel was answered by the
 // server; the connection stays usable.
 func TestTaskCancel(t *testing.T) {
-	testutil.NeedNpx(t)
-	w := &logWatch{t: t}
-	tr := transport.NewStdio(transport.Command{
-		Path: "npx", Args: append(append([]string{}, testutil.EverythingArgs...), "stdio"),
-		InheritEnv: config.DefaultInheritEnv,
-	}, &transport.StdioOptions{Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: w, Level: hclog.Trace})})
-	defer tr.Close()
-	if _, err := tr.Connect(context.Background()); err != nil {
-		t.Fatal(err)
+	for name, mk := range map[string]func(*testing.T, hclog.Logger) transport.Transport{
+		"stdio": func(t *testing.T, l hclog.Logger) transport.Transport {
+			testutil.NeedNpx(t)
+			return transport.NewStdio(transport.Command{
+				Path: "npx", Args: append(append([]string{}, testutil.EverythingArgs...), "stdio"),
+				InheritEnv: config.DefaultInheritEnv,
+			}, &transport.StdioOptions{Logger: l})
+		},
+		"http": func(t *testing.T, l hclog.Logger) transport.Transport {
+			return transport.NewHTTP(testutil.StartEverythingHTTP(t), &transport.HTTPOptions{Logger: l})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := &logWatch{t: t}
+			tr := mk(t, hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: w, Level: hclog.Trace}))
+			defer tr.Close()
+			if _, err := tr.Connect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tr.ListTools(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			polled := w.seen("task status")
+			errc := make(chan error, 1)
+			go func() {
+				_, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: "simulate-research-query", Arguments: map[string]any{"topic": "go"}})
+				errc <- err
+			}()
+			select {
+			case <-polled: // the task exists and was polled once
+			case err := <-errc:
+				t.Fatalf("the call ended before its task was polled: %v", err)
+			}
+			cancelled := w.seen("task cancelled")
+			cancel()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled task call: %v, want context.Canceled", err)
+			}
+			select {
+			case <-cancelled:
+			default:
+				t.Fatal("the call returned before the server answered tasks/cancel")
+			}
+			researchText(t, tr, map[string]any{"topic": "again"})
+		})
 	}
-	if _, err := tr.ListTools(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	polled := w.seen("task status")
-	errc := make(chan error, 1)
-	go func() {
-		_, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: "simulate-research-query", Arguments: map[string]any{"topic": "go"}})
-		errc <- err
-	}()
-	select {
-	case <-polled: // the task exists and was polled once
-	case err := <-errc:
-		t.Fatalf("the call ended before its task was polled: %v", err)
-	}
-	cancelled := w.seen("task cancelled")
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled task call: %v, want context.Canceled", err)
-	}
-	select {
-	case <-cancelled:
-	default:
-		t.Fatal("the call returned before the server answered tasks/cancel")
-	}
-	researchText(t, tr, map[string]any{"topic": "again"})
 }
