@@ -188,6 +188,7 @@ type taskConn struct {
 	tapped  map[jsonrpc.ID]string                 // go-sdk requests whose answers are read: initialize, tools/list
 	waiting map[jsonrpc.ID]chan *jsonrpc.Response // requests made here (and the go-sdk's tasked tools/call)
 	status  map[string]chan struct{}              // task ID -> woken by notifications/tasks/status
+	early   map[string]bool                       // task IDs whose status came before their call waited
 }
 
 var _ mcp.Connection = (*taskConn)(nil)
@@ -211,7 +212,7 @@ func newTaskConn(inner mcp.Connection, logger hclog.Logger) *taskConn {
 		inner: inner, logger: logger,
 		in: make(chan jsonrpc.Message), injected: make(chan jsonrpc.Message, 1),
 		closed: make(chan struct{}), done: make(chan struct{}),
-		tapped: map[jsonrpc.ID]string{}, waiting: map[jsonrpc.ID]chan *jsonrpc.Response{}, status: map[string]chan struct{}{},
+		tapped: map[jsonrpc.ID]string{}, waiting: map[jsonrpc.ID]chan *jsonrpc.Response{}, status: map[string]chan struct{}{}, early: map[string]bool{},
 	}
 	go c.read()
 	return c
@@ -273,6 +274,14 @@ func (c *taskConn) intercept(msg jsonrpc.Message) bool {
 			if json.Unmarshal(m.Params, &t) == nil {
 				c.mu.Lock()
 				wake := c.status[t.TaskID]
+				if wake == nil && t.TaskID != "" {
+					// Sent right after the CreateTaskResult, before the
+					// call could wait for it: kept for it, bounded.
+					if len(c.early) >= maxTapped {
+						c.early = map[string]bool{}
+					}
+					c.early[t.TaskID] = true
+				}
 				c.mu.Unlock()
 				if wake != nil {
 					select {
@@ -384,6 +393,10 @@ func (c *taskConn) runTask(ctx context.Context, req *jsonrpc.Request) (*jsonrpc.
 	wake := make(chan struct{}, 1)
 	c.mu.Lock()
 	c.status[t.TaskID] = wake
+	if c.early[t.TaskID] {
+		delete(c.early, t.TaskID)
+		wake <- struct{}{}
+	}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()

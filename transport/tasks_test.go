@@ -211,3 +211,69 @@ func TestTaskCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskFixture covers what server-everything does not: a status
+// notification that ends the wait, a task the server lost, an answer that
+// is not a CreateTaskResult, a failed task, taskSupport "optional" and
+// none, and the call's deadline bounding the whole task.
+func TestTaskFixture(t *testing.T) {
+	tr := transport.NewStdio(transport.Command{Path: testutil.GoBinary(t, "./testdata/taskfixture")},
+		&transport.StdioOptions{Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: testWriter{t}, Level: hclog.Trace})})
+	defer tr.Close()
+	if _, err := tr.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	call := func(timeout time.Duration, name string, args map[string]any) (string, bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		res, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			return "", false, err
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError, nil
+	}
+	for _, c := range []struct {
+		name, tool string
+		args       map[string]any
+		want       string // the result's text, or
+		isError    bool
+		err        error // the error
+	}{
+		{name: "polled", tool: "slow", args: map[string]any{"polls": 3}, want: "slow done after 3 polls"},
+		{name: "poll-interval-raised", tool: "slow", args: map[string]any{"polls": 3, "poll": 0.001}, want: "slow done after 3 polls"},
+		// The server suggests polling every 10 minutes, but says at once
+		// that the task completed: the call does not wait for the poll.
+		{name: "status-notification", tool: "notify", want: "notify done after 1 polls"},
+		{name: "failed", tool: "fail", want: "boom", isError: true},
+		{name: "optional", tool: "optional", want: "task call"},
+		{name: "not-a-task", tool: "plain", want: "plain call"},
+		{name: "lost", tool: "lost", err: transport.ErrTaskLost},
+		{name: "not-a-create-task-result", tool: "bad", err: transport.ErrProtocol},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text, isError, err := call(20*time.Second, c.tool, c.args)
+			if c.err != nil {
+				if !errors.Is(err, c.err) {
+					t.Fatalf("err = %v, want %v", err, c.err)
+				}
+				return
+			}
+			if err != nil || text != c.want || isError != c.isError {
+				t.Fatalf("got %q (isError %v), %v; want %q (isError %v)", text, isError, err, c.want, c.isError)
+			}
+		})
+	}
+	t.Run("deadline", func(t *testing.T) {
+		_, _, err := call(time.Second, "slow", map[string]any{"polls": 1000000, "poll": 100})
+		if !errors.Is(err, transport.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want ErrTimeout", err)
+		}
+		// The connection goes on.
+		if text, _, err := call(20*time.Second, "slow", nil); err != nil || text != "slow done after 2 polls" {
+			t.Fatalf("after the deadline: %q, %v", text, err)
+		}
+	})
+}
