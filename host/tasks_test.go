@@ -4,6 +4,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/transport"
 )
 
 // TestEverythingTask: server-everything's simulate-research-query requires
@@ -56,5 +58,35 @@ timeout = "2m"
 	defer mu.Unlock()
 	if strings.Join(asked, ",") != "everything__simulate-research-query" {
 		t.Errorf("elicitation tied to calls %q", asked)
+	}
+}
+
+// TestTaskLostThroughHost: a task the server no longer knows fails
+// Host.CallTool with transport.ErrTaskLost, and the call is not retried.
+func TestTaskLostThroughHost(t *testing.T) {
+	var mu sync.Mutex
+	attempts := 0
+	h, _ := policyHost(t, `
+[servers.tasks]
+command = "`+testutil.GoBinary(t, "./testdata/taskfixture")+`"
+`, &host.Options{Audit: func(r host.AuditRecord) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Tool == "tasks__lost" {
+			attempts++
+		}
+	}})
+	_, err := h.CallTool(context.Background(), "tasks__lost", nil)
+	if !errors.Is(err, transport.ErrTaskLost) {
+		t.Fatalf("err = %v, want transport.ErrTaskLost", err)
+	}
+	mu.Lock()
+	if attempts != 1 {
+		t.Errorf("%d attempts audited, want 1 (a lost task is not retried)", attempts)
+	}
+	mu.Unlock()
+	res, err := h.CallTool(context.Background(), "tasks__slow", map[string]any{"polls": 2})
+	if err != nil || text(t, res) != "slow done after 2 polls" {
+		t.Fatalf("slow: %v", err)
 	}
 }
