@@ -442,7 +442,7 @@ func (b *msgBody) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		line, err := b.r.ReadBytes('\n')
+		line, err := readLine(b.r, mcp.DefaultMaxEventSize)
 		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
 			data = bytes.TrimSpace(data)
 			if len(data) > 0 && data[0] == '{' {
@@ -458,6 +458,24 @@ func (b *msgBody) Read(p []byte) (int, error) {
 	n := copy(p, b.buf)
 	b.buf = b.buf[n:]
 	return n, nil
+}
+
+// readLine reads one line of at most max bytes (the go-sdk's own cap on an
+// SSE event, mcp.DefaultMaxEventSize), so a server cannot make it buffer
+// more.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(line)+len(frag) > max {
+			return nil, fmt.Errorf("an SSE line over %d bytes", max)
+		}
+		line = append(line, frag...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return line, err
+	}
 }
 
 func (b *msgBody) Close() error {
