@@ -92,6 +92,7 @@ type taskSupport struct {
 	toolCall bool // tasks.requests.tools.call, on a 2025-11-25 session
 	cancel   bool // tasks.cancel
 	tools    map[string]bool
+	tasked   int // tools in tools that are tasks
 }
 
 // forTool reports whether a call of the server's tool name is to be
@@ -101,6 +102,14 @@ func (t *taskSupport) forTool(name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.toolCall && t.tools[name]
+}
+
+// active reports whether any tool is to be task-augmented, so that the
+// calls of a server without tasks are not decoded.
+func (t *taskSupport) active() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.toolCall && t.tasked > 0
 }
 
 func (t *taskSupport) canCancel() bool {
@@ -134,7 +143,7 @@ func (t *taskSupport) initialized(raw json.RawMessage) {
 	t.toolCall = r.ProtocolVersion == "2025-11-25" && tasks != nil && tasks.Requests != nil &&
 		tasks.Requests.Tools != nil && present(tasks.Requests.Tools.Call)
 	t.cancel = tasks != nil && present(tasks.Cancel)
-	t.tools = nil
+	t.tools, t.tasked = nil, 0
 }
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
@@ -155,14 +164,22 @@ func (t *taskSupport) listed(raw json.RawMessage) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.tools == nil || len(t.tools) > MaxTools {
-		t.tools = map[string]bool{}
+		t.tools, t.tasked = map[string]bool{}, 0
 	}
 	for _, tool := range r.Tools {
 		ts := ""
 		if tool.Execution != nil {
 			ts = tool.Execution.TaskSupport
 		}
-		t.tools[tool.Name] = ts == "required" || ts == "optional"
+		task := ts == "required" || ts == "optional"
+		if task != t.tools[tool.Name] {
+			if task {
+				t.tasked++
+			} else {
+				t.tasked--
+			}
+		}
+		t.tools[tool.Name] = task
 	}
 }
 
@@ -331,7 +348,7 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		var p struct {
 			Name string `json:"name"`
 		}
-		if json.Unmarshal(req.Params, &p) == nil && c.ts.forTool(p.Name) {
+		if c.ts.active() && json.Unmarshal(req.Params, &p) == nil && c.ts.forTool(p.Name) {
 			return c.callTask(ctx, req)
 		}
 	}

@@ -71,24 +71,27 @@ func (t *taskRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	// The go-sdk's bodies are in memory (GetBody is set): reading one
-	// costs no I/O.
+	// costs no I/O. Its messages name their method in their first bytes
+	// ({"jsonrpc":"2.0","id":N,"method":...}); only the methods read here
+	// are read whole.
 	b, err := req.GetBody()
 	if err != nil {
 		return t.base.RoundTrip(req)
 	}
-	body, err := io.ReadAll(b)
-	b.Close()
-	if err != nil || !bytes.Contains(body, []byte(`"method"`)) {
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(b, head)
+	head = head[:n]
+	tasks := t.ts.active()
+	if !bytes.Contains(head, []byte(`"initialize"`)) && !bytes.Contains(head, []byte(`"tools/list"`)) &&
+		!(tasks && bytes.Contains(head, []byte(`"tools/call"`))) && !(tasks && bytes.Contains(head, []byte(`"notifications/cancelled"`))) {
+		b.Close()
 		return t.base.RoundTrip(req)
 	}
+	rest, err := io.ReadAll(b)
+	b.Close()
+	body := append(head, rest...)
 	var m peek
-	switch {
-	case bytes.Contains(body, []byte(`"initialize"`)), bytes.Contains(body, []byte(`"tools/list"`)),
-		bytes.Contains(body, []byte(`"tools/call"`)), bytes.Contains(body, []byte(`"notifications/cancelled"`)):
-		if json.Unmarshal(body, &m) != nil {
-			return t.base.RoundTrip(req)
-		}
-	default:
+	if err != nil || json.Unmarshal(body, &m) != nil {
 		return t.base.RoundTrip(req)
 	}
 	switch m.Method {
