@@ -142,8 +142,9 @@ func (t *taskSupport) initialized(raw json.RawMessage) {
 	// Tasks as this file speaks them exist in protocol 2025-11-25 only.
 	t.toolCall = r.ProtocolVersion == "2025-11-25" && tasks != nil && tasks.Requests != nil &&
 		tasks.Requests.Tools != nil && present(tasks.Requests.Tools.Call)
+	// The tools stay: an HTTP transport re-initializes a lost session of
+	// the same server without listing them again.
 	t.cancel = tasks != nil && present(tasks.Cancel)
-	t.tools, t.tasked = nil, 0
 }
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
