@@ -4,7 +4,11 @@ package transport_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -276,4 +280,128 @@ func TestTaskFixture(t *testing.T) {
 			t.Fatalf("after the deadline: %q, %v", text, err)
 		}
 	})
+}
+
+// taskHTTPServer is a minimal Streamable HTTP MCP server (JSON responses,
+// no session, no GET stream) whose tools run as tasks, like taskfixture's
+// slow, lost, bad, optional and plain.
+func taskHTTPServer(t *testing.T) string {
+	var mu sync.Mutex
+	polls := map[string]int{}
+	seq := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name   string          `json:"name"`
+				TaskID string          `json:"taskId"`
+				Task   json.RawMessage `json:"task"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil || len(m.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		answer := func(key string, v any) {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": m.ID, key: v})
+		}
+		result := func(s string) map[string]any {
+			return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+		}
+		task := func(id, status string) map[string]any {
+			return map[string]any{"taskId": id, "status": status, "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:30:00Z", "ttl": 60000, "pollInterval": 1}
+		}
+		tool := func(name, support string) map[string]any {
+			t := map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}}
+			if support != "" {
+				t["execution"] = map[string]any{"taskSupport": support}
+			}
+			return t
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "initialize":
+			answer("result", map[string]any{"protocolVersion": "2025-11-25", "serverInfo": map[string]any{"name": "tasks", "version": "1"},
+				"capabilities": map[string]any{"tools": map[string]any{}, "tasks": map[string]any{"cancel": map[string]any{}, "requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}}})
+		case "tools/list":
+			answer("result", map[string]any{"tools": []any{tool("slow", "required"), tool("lost", "required"), tool("bad", "required"), tool("optional", "optional"), tool("plain", "")}})
+		case "tools/call":
+			tasked := len(m.Params.Task) > 0
+			switch {
+			case m.Params.Name == "plain" && tasked:
+				answer("error", map[string]any{"code": -32601, "message": "plain is not a task"})
+			case m.Params.Name == "plain" || (m.Params.Name == "optional" && !tasked):
+				answer("result", result("plain call"))
+			case !tasked:
+				answer("error", map[string]any{"code": -32601, "message": "requires task augmentation"})
+			case m.Params.Name == "bad":
+				answer("result", result("not a task"))
+			default:
+				seq++
+				id := fmt.Sprintf("%s-%d", m.Params.Name, seq)
+				answer("result", map[string]any{"task": task(id, "working")})
+			}
+		case "tasks/get":
+			if strings.HasPrefix(m.Params.TaskID, "lost") {
+				answer("error", map[string]any{"code": -32602, "message": "Task not found"})
+				return
+			}
+			polls[m.Params.TaskID]++
+			status := "working"
+			if polls[m.Params.TaskID] >= 2 {
+				status = "completed"
+			}
+			answer("result", task(m.Params.TaskID, status))
+		case "tasks/result":
+			answer("result", result(fmt.Sprintf("%s after %d polls", m.Params.TaskID, polls[m.Params.TaskID])))
+		default:
+			answer("error", map[string]any{"code": -32601, "message": "no " + m.Method})
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestTaskHTTPFixture: the HTTP task layer's own paths (a JSON response to
+// every request) against taskHTTPServer.
+func TestTaskHTTPFixture(t *testing.T) {
+	tr := transport.NewHTTP(taskHTTPServer(t), &transport.HTTPOptions{
+		Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: testWriter{t}, Level: hclog.Trace})})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := tr.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tool, want string
+		err        error
+	}{
+		{tool: "slow", want: "slow-1 after 2 polls"},
+		{tool: "optional", want: "optional-2 after 2 polls"},
+		{tool: "plain", want: "plain call"},
+		{tool: "lost", err: transport.ErrTaskLost},
+		{tool: "bad", err: transport.ErrProtocol},
+	} {
+		res, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{}})
+		if c.err != nil {
+			if !errors.Is(err, c.err) {
+				t.Errorf("%s: err = %v, want %v", c.tool, err, c.err)
+			}
+			continue
+		}
+		if err != nil || res.Content[0].(*mcp.TextContent).Text != c.want {
+			t.Errorf("%s: %v, %v; want %q", c.tool, res, err, c.want)
+		}
+	}
 }
