@@ -258,10 +258,11 @@ func (t *taskRT) callTask(req *http.Request, body []byte, id json.RawMessage) (*
 		delete(t.live, key)
 		t.mu.Unlock()
 	}
+	var delivered atomic.Bool // the result went by
 	closed := func() {
 		forget()
-		// The go-sdk closes the stream when the caller gave up.
-		if ctx.Err() != nil {
+		// The go-sdk closes the stream early when the caller gave up.
+		if !delivered.Load() && ctx.Err() != nil {
 			t.cancelTask(req, tk.TaskID)
 		}
 	}
@@ -282,6 +283,7 @@ func (t *taskRT) callTask(req *http.Request, body []byte, id json.RawMessage) (*
 		if err != nil {
 			return raw
 		}
+		delivered.Store(true)
 		return out
 	}, closed)
 	return resp, nil
