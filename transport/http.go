@@ -95,6 +95,9 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 	}
 	// taskRT runs the calls of tools that are tasks (tasks_http.go).
 	client.Transport = &taskRT{base: rt, logger: logger}
+	if noTaskLayer {
+		client.Transport = rt
+	}
 	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features}
 	h.ops = ops{do: h.do, progress: &progressRouter{}, calls: &callSet{}}
 	return h

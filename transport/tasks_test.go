@@ -405,3 +405,47 @@ func TestTaskHTTPFixture(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTaskLayer measures what the task layers cost a plain tool call
+// (the fixture's echo, a server without tasks): the same call with them
+// (layer=on) and without (layer=off), over stdio and Streamable HTTP. The
+// cost is the ratio on/off of each pair.
+func BenchmarkTaskLayer(b *testing.B) {
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
+	for _, kind := range []string{"stdio", "http"} {
+		for _, layer := range []string{"on", "off"} {
+			b.Run("kind="+kind+"/layer="+layer, func(b *testing.B) {
+				transport.SetNoTaskLayer(layer == "off")
+				defer transport.SetNoTaskLayer(false)
+				var tr transport.Transport
+				if kind == "stdio" {
+					tr = transport.NewStdio(transport.Command{Path: testutil.Fixture(b)}, nil)
+				} else {
+					srv := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+					mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+						Text string `json:"text"`
+					}) (*mcp.CallToolResult, any, error) {
+						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+					})
+					ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+					defer ts.Close()
+					defer ts.CloseClientConnections()
+					tr = transport.NewHTTP(ts.URL, nil)
+				}
+				defer tr.Close()
+				if _, err := tr.Connect(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tr.ListTools(ctx); err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: params.Name, Arguments: params.Arguments}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
