@@ -83,7 +83,7 @@ test: build plugins
 	@# The load test's short form: 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStress$$' ./host -stress 8s -stress-kill 2s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
-	@# The MCP conformance suite against toolhost serve and the server it fronts (about 10s).
+	@# The MCP conformance suite: server scenarios through toolhost serve, client scenarios through the host API (about 15s).
 	GO=$(GO) testdata/conformance/run.sh
 	@# The gateway's load test's short form: 50 HTTP clients for 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStressServe$$' ./host/gateway -stress 8s -stress-kill 2s > $(BIN)/stress-serve.out 2>&1; \
@@ -102,7 +102,9 @@ stress-rss: build plugins
 
 ## conformance: the official MCP conformance suite's server scenarios (pinned)
 ## against toolhost serve fronting the go-sdk everything-server, and against
-## that server directly, in sessions and stateless; prints the four totals.
+## that server directly, in sessions and stateless; prints the four totals;
+## then its client scenarios against toolhost's conformance client
+## (testdata/conformance/client) and the go-sdk's example client: two totals.
 ## Installs Node 22 under bin/node22 when node is older.
 conformance:
 	GO=$(GO) testdata/conformance/run.sh

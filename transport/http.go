@@ -89,10 +89,14 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 		*client = *o.Client
 	}
 	rt := &headerTransport{base: base, headers: o.Headers}
-	client.Transport = rt
 	logger := o.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
+	}
+	// taskRT runs the calls of tools that are tasks (tasks_http.go).
+	client.Transport = &taskRT{base: rt, logger: logger}
+	if noTaskLayer {
+		client.Transport = rt
 	}
 	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features}
 	h.ops = ops{do: h.do, progress: &progressRouter{}, calls: &callSet{}}

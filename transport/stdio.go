@@ -308,7 +308,8 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		Writer:        inW,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
-	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, conn, sessionOptions(s.opts.Features))
+	// taskTransport runs the calls of tools that are tasks (tasks.go).
+	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, &taskTransport{inner: conn, logger: s.logger}, sessionOptions(s.opts.Features))
 	if err != nil {
 		cause := capErr(s.fault(ctx, err))
 		s.Close()

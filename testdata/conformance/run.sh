@@ -132,4 +132,50 @@ for era in sessions stateless; do
 	done
 done
 [ $status = 0 ] || echo "conformance: a run failed a scenario its baseline does not list; see $OUT/*.log"
+
+# ---------------------------------------------------------------------------
+# Client scenarios (issue 13 item 5): the suite's client scenarios (--suite
+# all, filtered by $SPEC) run against toolhost's conformance client
+# (testdata/conformance/client: toolhost's host API) and, on the same run,
+# against the go-sdk's example client (go-sdk/conformance/everything-client).
+# toolhost's run must fail exactly the scenarios baseline-client.yml lists;
+# the go-sdk's is printed for comparison. Totals go to $OUT/client-*.total.
+
+# client_build: the two clients, into bin/.
+client_build() {
+	$GO build -o bin/conformance-client ./testdata/conformance/client &&
+		$GO build -o bin/everything-client github.com/modelcontextprotocol/go-sdk/conformance/everything-client
+}
+
+# client_suite NAME COMMAND BASELINE: runs every client scenario against
+# COMMAND (the suite appends the server URL); BASELINE may be empty.
+client_suite() {
+	local name=$1 command=$2 baseline=$3 rc
+	(cd "$OUT" && npx -y "@modelcontextprotocol/conformance@$VERSION" client --command "$command" --suite all \
+		--spec-version "$SPEC" ${baseline:+--expected-failures "$baseline"} -o "$OUT/client-$name") >"$OUT/client-$name.log" 2>&1
+	rc=$?
+	sed -n '/=== SUITE SUMMARY ===/,$p' "$OUT/client-$name.log" | grep -E '^(✗|Total|.*[Uu]nexpected|.*[Ss]tale|\s+✓)' | sed "s/^/  client-$name: /"
+	local sum pass all
+	sum=$(sed -n '/=== SUITE SUMMARY ===/,/^Total:/p' "$OUT/client-$name.log")
+	pass=$(grep -c '^✓' <<<"$sum") all=$(grep -cE '^(✓|✗)' <<<"$sum")
+	echo "$(grep -E '^Total:' <<<"$sum" | tail -1) ($pass of $all scenarios)" >"$OUT/client-$name.total"
+	echo "$rc" >"$OUT/client-$name.rc"
+}
+
+# client_scenarios: both runs and their totals side by side; fails when
+# toolhost's run does not fail exactly what its baseline lists.
+client_scenarios() {
+	client_build || return 1
+	client_suite toolhost "$ROOT/bin/conformance-client" "$ROOT/testdata/conformance/baseline-client.yml"
+	client_suite go-sdk "$ROOT/bin/everything-client" ""
+	echo
+	echo "== conformance totals (client scenarios, spec $SPEC, suite $VERSION)"
+	printf '%-10s %s\n' toolhost "$(cat "$OUT/client-toolhost.total")" go-sdk "$(cat "$OUT/client-go-sdk.total")"
+	if [ "$(cat "$OUT/client-toolhost.rc")" != 0 ]; then
+		echo "conformance: toolhost's client failed a scenario baseline-client.yml does not list, or passed one it does; see $OUT/client-toolhost.log"
+		return 1
+	fi
+}
+
+client_scenarios || status=1
 exit $status
