@@ -40,6 +40,16 @@ type HTTPOptions struct {
 	// Features configures the client features offered to the server (log
 	// level, elicitation, sampling, roots), on every session. Nil: none.
 	Features *ClientOptions
+
+	// OAuth, when set, authorizes the requests with OAuth 2.1 access tokens
+	// (MCP 2025-11-25, basic/authorization): the Authorization header is
+	// the token's, and a 401 or 403 insufficient_scope answer runs OAuth's
+	// refresh or flow and is retried once. Connect then fails with
+	// ErrNeedsLogin or ErrAuthorization where it cannot get a token. One
+	// OAuth may serve many HTTP transports of the same server (one after
+	// another, as the host restarts it). Do not also set an Authorization
+	// header in Headers: it would replace the token.
+	OAuth *OAuth
 }
 
 // HTTP is a Transport to an MCP server over Streamable HTTP (MCP 2025-11-25,
@@ -61,6 +71,7 @@ type HTTP struct {
 	logger   hclog.Logger
 	onChange func(ListKind)
 	copts    *ClientOptions
+	oauth    *OAuth
 
 	mu        sync.Mutex
 	closed    bool
@@ -94,7 +105,7 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features}
+	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features, oauth: o.OAuth}
 	h.ops = ops{do: h.do, progress: &progressRouter{}, calls: &callSet{}}
 	return h
 }
@@ -175,6 +186,11 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 		// short so a dead server is reported rather than retried for long.
 		MaxRetries: 2,
 	}
+	if h.oauth != nil {
+		// A login since the last session (toolhost login) is used now.
+		h.oauth.Load(ctx)
+		t.OAuthHandler = h.oauth
+	}
 	cs, err := newClient(h.logger, h.onChange, h.progress, h.copts, h.calls).Connect(ctx, t, nil)
 	if err != nil {
 		return nil, capErr(err)
@@ -188,8 +204,10 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 
 // Connect opens a session: the initialize request and the initialized
 // notification. Errors: ErrStart when nothing answers at the URL (connection
-// refused, unknown host), ErrInitialize otherwise (an HTTP error status, a
-// response that is not MCP, a timeout).
+// refused, unknown host); with HTTPOptions.OAuth, ErrNeedsLogin (no usable
+// token and nobody to authorize) or ErrAuthorization (the OAuth flow
+// failed); ErrInitialize otherwise (an HTTP error status, a response that
+// is not MCP, a timeout).
 func (h *HTTP) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	init, err := h.connect(ctx)
 	// The URL may carry a secret (userinfo, ?api_key=): never in a message.
@@ -214,6 +232,10 @@ func (h *HTTP) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		}
 		if unreachable(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrStart, h.url, err)
+		}
+		if errors.Is(err, ErrNeedsLogin) || errors.Is(err, ErrAuthorization) {
+			// Not a broken server: it wants a token we do not have.
+			return nil, fmt.Errorf("initialize %s: %w", h.url, err)
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrInitialize, h.url, err)
 	}
@@ -369,6 +391,9 @@ func (h *HTTP) Close() error {
 		err = sess.cs.Close()
 	}
 	h.client.CloseIdleConnections()
+	if h.oauth != nil {
+		h.oauth.client.CloseIdleConnections()
+	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		err = nil
 	}
