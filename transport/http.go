@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -233,9 +234,18 @@ func (h *HTTP) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		if unreachable(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrStart, h.url, err)
 		}
-		if errors.Is(err, ErrNeedsLogin) || errors.Is(err, ErrAuthorization) {
-			// Not a broken server: it wants a token we do not have.
-			return nil, fmt.Errorf("initialize %s: %w", h.url, err)
+		for _, sentinel := range []error{ErrNeedsLogin, ErrAuthorization} {
+			if errors.Is(err, sentinel) {
+				// Not a broken server: it wants a token we do not have.
+				// Say so without the go-sdk's layers around it.
+				msg := err.Error()
+				if i := strings.Index(msg, sentinel.Error()); i >= 0 {
+					msg = msg[i+len(sentinel.Error()):]
+				} else {
+					msg = ": " + msg
+				}
+				return nil, fmt.Errorf("initialize %s: %w%s", h.url, sentinel, msg)
+			}
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrInitialize, h.url, err)
 	}
