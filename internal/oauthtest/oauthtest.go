@@ -233,15 +233,15 @@ func (s *Server) resourceMeta(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serverMeta(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, map[string]any{
-		"issuer":                                s.URL,
-		"authorization_endpoint":                s.URL + "/authorize",
-		"token_endpoint":                        s.URL + "/token",
-		"registration_endpoint":                 s.URL + "/register",
-		"response_types_supported":              []string{"code"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post", "none"},
-		"scopes_supported":                      []string{"read", "write", "offline_access"},
+		"issuer":                                         s.URL,
+		"authorization_endpoint":                         s.URL + "/authorize",
+		"token_endpoint":                                 s.URL + "/token",
+		"registration_endpoint":                          s.URL + "/register",
+		"response_types_supported":                       []string{"code"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post", "none"},
+		"scopes_supported":                               []string{"read", "write", "offline_access"},
 		"authorization_response_iss_parameter_supported": true,
 	})
 }
