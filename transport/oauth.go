@@ -528,11 +528,19 @@ func (o *OAuth) scrub(err error) error {
 			changed = true
 		}
 	}
+	// An authorization server's error body is quoted by oauth2: bound it.
+	if len(msg) > maxOAuthErrorText {
+		msg = fmt.Sprintf("%s… (%d bytes cut)", strings.ToValidUTF8(msg[:maxOAuthErrorText], ""), len(msg)-maxOAuthErrorText)
+		changed = true
+	}
 	if !changed {
 		return err
 	}
 	return &scrubbed{msg: msg, err: err}
 }
+
+// maxOAuthErrorText bounds the text of an error of an OAuth flow.
+const maxOAuthErrorText = 1024
 
 type scrubbed struct {
 	msg string

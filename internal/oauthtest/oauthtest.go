@@ -87,7 +87,8 @@ type client struct {
 	redirects []string
 }
 
-// New starts a Server; it is closed when t ends.
+// New starts a Server; it is closed when t ends (t may be nil, as in an
+// example: then call Close).
 func New(t testing.TB, opts *Options) *Server {
 	s := &Server{clients: map[string]client{}, codes: map[string]grant{}, access: map[string]token{},
 		refresh: map[string]token{}, counts: map[string]int{}}
@@ -120,7 +121,9 @@ func New(t testing.TB, opts *Options) *Server {
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	s.MCPURL = s.URL + "/mcp"
-	t.Cleanup(s.Close)
+	if t != nil {
+		t.Cleanup(s.Close)
+	}
 	return s
 }
 
