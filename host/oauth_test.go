@@ -138,6 +138,19 @@ func TestOAuthNeedsLoginThenLogin(t *testing.T) {
 		t.Fatalf("call with a revoked token = %v; want ErrNeedsLogin", err)
 	}
 	waitOAuthState(t, oh.h, "remote", host.StateNeedsLogin)
+
+	// A second login, then a restart: the new token is used.
+	tr = transport.NewHTTP(as.MCPURL, &transport.HTTPOptions{OAuth: oa})
+	if _, err := tr.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tr.Close()
+	if err := oh.h.Restart(ctx, "remote"); err != nil {
+		t.Fatalf("restart after the second login: %v", err)
+	}
+	if res, err := oh.h.CallTool(ctx, "remote__echo", map[string]any{"text": "again"}); err != nil || res.IsError {
+		t.Fatalf("call after the second login: %v %+v", err, res)
+	}
 	for _, s := range as.Secrets() {
 		if strings.Contains(oh.everything(), s) {
 			t.Errorf("secret %.6s... in logs, audit, events or status", s)

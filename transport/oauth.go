@@ -295,9 +295,18 @@ func (o *OAuth) Authorize(ctx context.Context, req *http.Request, resp *http.Res
 		why := "no token"
 		switch {
 		case insufficient:
-			why = fmt.Sprintf("the token lacks scope %q", bearerParam(challenges, "scope"))
+			scope := bearerParam(challenges, "scope")
+			if len(scope) > 256 {
+				scope = scope[:256] + "…"
+			}
+			why = fmt.Sprintf("the token lacks scope %q", scope)
 		case o.current() != nil:
 			why = "the server refused the token and it could not be refreshed"
+			// It is useless: a token stored by a login since replaces it
+			// at the next Load, whatever it is.
+			o.mu.Lock()
+			o.src = nil
+			o.mu.Unlock()
 		}
 		if o.opts.Server == "" {
 			return fmt.Errorf("%w (%s)", ErrNeedsLogin, why)
