@@ -394,3 +394,31 @@ func TestFileTokenStore(t *testing.T) {
 }
 
 func newToken(at string) *oauth2.Token { return &oauth2.Token{AccessToken: at, TokenType: "Bearer"} }
+
+// FuzzTokenFile: whatever a token file holds, Load neither panics nor
+// returns a token for another URL, and its error never quotes the file.
+func FuzzTokenFile(f *testing.F) {
+	f.Add([]byte(`{"url":"https://a.example/mcp","token":{"access_token":"x"}}`))
+	f.Add([]byte(`{"url":"https://b.example/mcp","token":{"access_token":"x"}}`))
+	f.Add([]byte(`{"url":"https://a.example/mcp","token":null}`))
+	f.Add([]byte("not json at all"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &transport.FileTokenStore{Dir: dir}
+		key := transport.TokenKey{Server: "a", URL: "https://a.example/mcp"}
+		p, _ := s.Path(key)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Load(context.Background(), key)
+		if err != nil {
+			if len(data) > 8 && strings.Contains(err.Error(), string(data)) {
+				t.Fatalf("error quotes the file: %v", err)
+			}
+			return
+		}
+		if st != nil && (st.URL != key.URL || st.Token == nil) {
+			t.Fatalf("Load returned %+v", st)
+		}
+	})
+}
