@@ -89,7 +89,10 @@ func TestLoginCLI(t *testing.T) {
 	if _, err := os.Stat(files[0]); !os.IsNotExist(err) {
 		t.Errorf("logout left the token file: %v", err)
 	}
-	out, _ = cli(3, "call", "remote__echo", "--args", `{"text":"x"}`)
+	_, errs = cli(3, "call", "remote__echo", "--args", `{"text":"x"}`)
+	if !strings.Contains(errs, "run `toolhost login remote`") {
+		t.Errorf("call after logout does not say to log in:\n%s", errs)
+	}
 	cli(2, "login", "nosuch")
 
 	for _, s := range as.Secrets() {
