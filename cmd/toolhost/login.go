@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -77,7 +78,8 @@ func (c *cli) login(args []string) int {
 		browser.open(a.URL)
 		return cb.wait(ctx)
 	}
-	oa, err := host.NewOAuth(cfg, name, &host.OAuthConfig{Store: freshStore{store}, Authorize: authorize, RedirectURL: redirect, Logger: c.logger.Named(name)})
+	fresh := &freshStore{TokenStore: store}
+	oa, err := host.NewOAuth(cfg, name, &host.OAuthConfig{Store: fresh, Authorize: authorize, RedirectURL: redirect, Logger: c.logger.Named(name)})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: login %s: %s\n", name, esc(err))
 		return exitUsage
@@ -91,6 +93,10 @@ func (c *cli) login(args []string) int {
 		}
 		fmt.Fprintf(c.stderr, "toolhost: login %s failed: %s\n", name, esc(err))
 		return exitCallError
+	}
+	if !fresh.saved {
+		fmt.Fprintf(c.stdout, "%s answered without asking for authorization: there is no token to store\n", name)
+		return exitOK
 	}
 	path, _ := store.Path(oa.Key())
 	fmt.Fprintf(c.stdout, "logged in to %s; the token is stored in %s\n", name, path)
@@ -136,10 +142,22 @@ func (c *cli) oauthServer(cfg *config.Config, name string) (*config.Server, int)
 
 // freshStore saves to the store but loads nothing, so that a login always
 // asks for a new authorization (the old token stays until it succeeds).
-type freshStore struct{ transport.TokenStore }
+type freshStore struct {
+	transport.TokenStore
+	mu    sync.Mutex
+	saved bool
+}
 
-func (freshStore) Load(context.Context, transport.TokenKey) (*transport.StoredToken, error) {
+func (*freshStore) Load(context.Context, transport.TokenKey) (*transport.StoredToken, error) {
 	return nil, nil
+}
+
+func (f *freshStore) Save(ctx context.Context, key transport.TokenKey, tok *transport.StoredToken) error {
+	err := f.TokenStore.Save(ctx, key, tok)
+	f.mu.Lock()
+	f.saved = f.saved || err == nil
+	f.mu.Unlock()
+	return err
 }
 
 // callback receives the authorization server's redirect on a loopback

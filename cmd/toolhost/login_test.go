@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/internal/oauthtest"
 )
@@ -99,5 +102,21 @@ func TestLoginCLI(t *testing.T) {
 		if strings.Contains(all.String(), s) {
 			t.Errorf("secret %.6s... in the CLI's output", s)
 		}
+	}
+}
+
+func TestLoginServerWithoutAuth(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "open", Version: "1"}, nil)
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	cfg := writeConfig(t, fmt.Sprintf("[servers.open]\nurl = %q\n[servers.open.oauth]\n", hs.URL))
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", home)
+	code, out, errs := runCLI("--config", cfg, "login", "open", "--no-browser")
+	if code != 0 || !strings.Contains(out, "without asking for authorization") {
+		t.Fatalf("login to a server without auth = %d\n%s\n%s", code, out, errs)
+	}
+	if files, _ := filepath.Glob(filepath.Join(home, "toolhost", "tokens", "*")); len(files) != 0 {
+		t.Errorf("token files: %v", files)
 	}
 }
