@@ -136,6 +136,11 @@ type Server struct {
 	URL string `toml:"url"`
 	// Headers are added to every HTTP request; values may use ${VAR}.
 	Headers map[string]string `toml:"headers"`
+	// OAuth, the [servers.NAME.oauth] table (HTTP servers only), makes
+	// toolhost get OAuth 2.1 access tokens for the server (MCP 2025-11-25,
+	// basic/authorization). Nil: no OAuth (a static Authorization header
+	// in headers still works).
+	OAuth *OAuth `toml:"oauth" json:",omitempty"`
 
 	// Timeout overrides [host] call_timeout for this server's calls.
 	Timeout Duration `toml:"timeout"`
@@ -171,6 +176,45 @@ type Server struct {
 	// breaker (keys start, startup_timeout, idle_timeout, health_*,
 	// restart_backoff, max_restarts, restart_window, circuit_breaker).
 	Supervision
+}
+
+// OAuth grants (OAuth.Grant).
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
+
+// OAuth is a [servers.NAME.oauth] table.
+type OAuth struct {
+	// Grant is "authorization_code" (the default: a person logs in with
+	// `toolhost login NAME`, in a browser, with PKCE; the token is stored
+	// and refreshed) or "client_credentials" (a machine: client_id and
+	// client_secret are required; nothing is stored).
+	Grant string `toml:"grant"`
+	// ClientID is a client registered with the authorization server in
+	// advance. Empty: the client is registered dynamically (RFC 7591) at
+	// login, or ClientMetadataURL is used.
+	ClientID string `toml:"client_id"`
+	// ClientSecret is ClientID's secret (confidential clients); use
+	// ${VAR}. Never logged, never in status or --json output, and left
+	// out of this struct's JSON encoding.
+	ClientSecret string `toml:"client_secret" json:"-"`
+	// Scopes are the scopes to request. Empty: what the server asks for
+	// (its WWW-Authenticate challenge, else its protected-resource
+	// metadata's scopes_supported).
+	Scopes []string `toml:"scopes"`
+	// RedirectPort is the loopback port `toolhost login` listens on for
+	// the redirect (http://127.0.0.1:PORT/callback). 0 (the default): any
+	// free port. Set it when the client was registered with a fixed
+	// redirect URI.
+	RedirectPort int `toml:"redirect_port"`
+	// ClientName is the client_name of a dynamic registration (default
+	// "toolhost").
+	ClientName string `toml:"client_name"`
+	// ClientMetadataURL is an HTTPS URL, with a path, of a Client ID
+	// Metadata Document describing toolhost as a client; used as the
+	// client_id where the authorization server supports that.
+	ClientMetadataURL string `toml:"client_metadata_url"`
 }
 
 // IsStdio reports whether the server is reached over stdio.

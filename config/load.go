@@ -506,6 +506,9 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 		}
 	case *Backoff, *Circuit:
 		l.table(prim, key, fv)
+	case **OAuth:
+		*p = &OAuth{}
+		l.table(prim, key, reflect.ValueOf(*p).Elem())
 	case *map[string]*Client:
 		out := map[string]*Client{}
 		named(l, prim, key, out, func(name string, line int) *Client { return &Client{Name: name, Line: line} })

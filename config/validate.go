@@ -142,6 +142,9 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 		// (With an unknown key in the table, that is the likely cause.)
 		l.errorf(key, "has neither command nor url: set exactly one of command (a stdio server) or url (a Streamable HTTP server)")
 	case s.Command != "":
+		if l.isSet(k("oauth")) || s.OAuth != nil {
+			l.errorf(k("oauth"), "is only used by HTTP servers (url): a stdio server gets its credentials from env; remove the table")
+		}
 		for _, f := range []string{"headers"} {
 			if l.isSet(k(f)) || len(s.Headers) > 0 {
 				l.errorf(k(f), "is only used by HTTP servers (url): remove it, or replace command with url")
@@ -196,6 +199,9 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 	if s.URL != "" && l.isSet(k("strict_stdout")) {
 		l.errorf(k("strict_stdout"), "is only used by stdio servers (command): remove it")
 	}
+	if s.OAuth != nil && s.URL != "" {
+		l.validateOAuth(s, k("oauth"))
+	}
 	l.timeout(k("timeout"), s.Timeout)
 	l.prefix(k("prefix"), s.Prefix)
 	if (l.isSet(k("max_output")) && s.MaxOutput == 0) || s.MaxOutput < 0 {
@@ -207,6 +213,57 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 	l.roots(k("roots"), s.Roots)
 	s.ToolRules, s.DenyToolRules = l.backendTools(key, s.Tools, s.DenyTools)
 	l.validateSupervision(&s.Supervision, key, s.IsStdio())
+}
+
+// validateOAuth checks a [servers.NAME.oauth] table and fills in its
+// default grant.
+func (l *loader) validateOAuth(s *Server, key toml.Key) {
+	o := s.OAuth
+	k := func(name string) toml.Key { return append(key[:len(key):len(key)], name) }
+	switch o.Grant {
+	case "":
+		o.Grant = GrantAuthorizationCode
+	case GrantAuthorizationCode, GrantClientCredentials:
+	default:
+		l.errorf(k("grant"), "%q is not a grant: use %q (a person logs in with toolhost login) or %q (a machine with client_id and client_secret)", o.Grant, GrantAuthorizationCode, GrantClientCredentials)
+	}
+	if o.Grant == GrantClientCredentials {
+		if o.ClientID == "" && !l.reported(k("client_id")) {
+			l.errorf(key, "grant %q needs client_id and client_secret: set both (the secret as ${VAR})", GrantClientCredentials)
+		} else if o.ClientSecret == "" && !l.reported(k("client_secret")) {
+			l.errorf(k("client_id"), "grant %q needs client_secret too: set it as ${VAR}", GrantClientCredentials)
+		}
+		for _, f := range []string{"redirect_port", "client_metadata_url"} {
+			if l.isSet(k(f)) {
+				l.errorf(k(f), "is only used by grant %q: remove it", GrantAuthorizationCode)
+			}
+		}
+	}
+	if o.ClientSecret != "" && o.ClientID == "" && o.Grant == GrantAuthorizationCode {
+		l.errorf(k("client_secret"), "is set without client_id: set the client_id it belongs to, or remove it (a client is then registered dynamically)")
+	}
+	if o.RedirectPort < 0 || o.RedirectPort > 65535 {
+		l.errorf(k("redirect_port"), "%d is out of range: use 1 to 65535, or remove the key for any free port", o.RedirectPort)
+	}
+	for i, sc := range o.Scopes {
+		if sc == "" || strings.ContainsFunc(sc, func(r rune) bool { return r <= ' ' || r == '"' || r == '\\' || r > '~' }) {
+			l.errorf(k("scopes"), "element %d %q is not an OAuth scope: a scope is printable ASCII without spaces, quotes or backslashes (RFC 6749, section 3.3)", i+1, sc)
+		}
+	}
+	if o.ClientMetadataURL != "" {
+		u, err := url.Parse(o.ClientMetadataURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			l.errorf(k("client_metadata_url"), "%q is not an https URL with a path: write it like \"https://example.com/toolhost/client.json\"", o.ClientMetadataURL)
+		}
+	}
+	if !validHeaderValue(o.ClientID) {
+		l.errorf(k("client_id"), "must not contain line breaks or other control characters")
+	}
+	for name := range s.Headers {
+		if strings.EqualFold(name, "Authorization") {
+			l.errorf(append(key[:len(key)-1:len(key)-1], "headers", name), "cannot be combined with [%s]: the OAuth access token is the Authorization header; remove one", key)
+		}
+	}
 }
 
 func (l *loader) validatePlugin(p *Plugin, key toml.Key) {

@@ -311,6 +311,7 @@ func sameBackend(a, b *config.Config, name string) bool {
 		Plugin  *config.Plugin
 		Timeout time.Duration
 		Dir     string
+		Secret  string // the OAuth client secret, which Server's JSON leaves out
 	}
 	fp := func(c *config.Config) fingerprint {
 		f := fingerprint{Dir: c.Dir}
@@ -319,6 +320,9 @@ func sameBackend(a, b *config.Config, name string) bool {
 			cp := *s
 			cp.Line = 0
 			f.Server, own = &cp, s.Timeout
+			if s.OAuth != nil {
+				f.Secret = s.OAuth.ClientSecret
+			}
 		}
 		if p := c.Plugins[name]; p != nil {
 			cp := *p

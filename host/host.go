@@ -98,6 +98,20 @@ type Options struct {
 	// sets it to relay the roots of the client that made the call
 	// (gateway.Roots).
 	ListRoots func(ctx context.Context, req *RootsRequest) (roots []*mcp.Root, ok bool, err error)
+
+	// TokenStore keeps the OAuth tokens of the servers with a
+	// [servers.NAME.oauth] table. Nil: a transport.FileTokenStore in
+	// transport.DefaultTokenDir (os.UserConfigDir()/toolhost/tokens).
+	TokenStore transport.TokenStore
+
+	// Authorize, when set, completes the OAuth authorization-code grant
+	// of a server that needs one (no token, or a step-up): it is given
+	// the authorization URL and returns the redirect's code and state (a
+	// headless client fetches the URL; a GUI opens a browser). Nil (the
+	// default): such a server is StateNeedsLogin until `toolhost login
+	// NAME` (or NewOAuth with an Authorize) stores a token and
+	// Host.Restart starts it.
+	Authorize AuthorizeFunc
 }
 
 // Kinds of backend, as reported in Status.
@@ -326,8 +340,17 @@ func (h *Host) build() error {
 			}
 		} else {
 			url, headers := s.URL, s.Headers
+			var oauth *transport.OAuth
+			if s.OAuth != nil {
+				// One per backend: its token outlives each connection.
+				var err error
+				oauth, err = NewOAuth(h.config(), name, &OAuthConfig{Store: h.opts.TokenStore, Authorize: h.opts.Authorize, Logger: b.logger})
+				if err != nil {
+					return fmt.Errorf("host: server %q: %w", name, err)
+				}
+			}
 			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
-				return transport.NewHTTP(url, &transport.HTTPOptions{Headers: headers, Logger: b.logger, OnListChanged: onChange, Features: features})
+				return transport.NewHTTP(url, &transport.HTTPOptions{Headers: headers, Logger: b.logger, OnListChanged: onChange, Features: features, OAuth: oauth})
 			}
 		}
 		h.add(b)

@@ -115,7 +115,7 @@ func (b *backend) down() (bool, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state == StateFailed || b.state == StateRestarting {
+	if b.state == StateFailed || b.state == StateRestarting || b.state == StateNeedsLogin {
 		if b.lastErr == nil {
 			return true, fmt.Errorf("backend %s", b.state)
 		}

@@ -36,6 +36,10 @@ const (
 	StateFailed     State = "failed"     // given up until Host.Restart; see LastError
 	StateClosed     State = "closed"     // the Host was closed, or the backend removed (Host.Apply, Host.Remove)
 	StateDisabled   State = "disabled"   // stopped by Host.Disable, its configuration kept; Host.Enable starts it
+	// StateNeedsLogin: an OAuth server that wants a token toolhost does not
+	// have (transport.ErrNeedsLogin); not restarted: after `toolhost login
+	// NAME`, Host.Restart (or a new toolhost) starts it. See LastError.
+	StateNeedsLogin State = "needs_login"
 )
 
 // backend is one configured server or plugin and its supervision state.
@@ -176,6 +180,10 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 			err := b.lastErr
 			b.mu.Unlock()
 			return nil, 0, fmt.Errorf("%w: backend %q has failed; its tools are unavailable until it is restarted: %w", ErrBackendUnavailable, b.name, err)
+		case b.state == StateNeedsLogin:
+			err := b.lastErr
+			b.mu.Unlock()
+			return nil, 0, fmt.Errorf("%w: backend %q needs an OAuth login: %w", ErrBackendUnavailable, b.name, err)
 		case b.state == StateDisabled || (b.state == StateClosed && (errors.Is(b.lastErr, ErrBackendRemoved) || errors.Is(b.lastErr, ErrBackendDisabled))):
 			err := b.lastErr
 			b.mu.Unlock()
@@ -240,7 +248,9 @@ func (b *backend) release(gen uint64, err error) error {
 	switch {
 	case err == nil:
 		b.traps = 0
-	case errors.Is(err, transport.ErrConnectionLost) || errors.Is(err, transport.ErrProtocol):
+	case errors.Is(err, transport.ErrConnectionLost) || errors.Is(err, transport.ErrProtocol) || errors.Is(err, transport.ErrNeedsLogin):
+		// (A server that stopped taking the token needs a login: the
+		// supervisor sets needs_login.)
 		lost = err
 	case errors.Is(err, transport.ErrTimeout) && b.sv.HealthCheck != config.HealthNone:
 		// A server that stopped answering: find out now rather than at
@@ -564,6 +574,13 @@ func (h *Host) afterFailure(b *backend, err error) <-chan time.Time {
 	if b.ctx.Err() != nil {
 		return nil
 	}
+	if errors.Is(err, transport.ErrNeedsLogin) {
+		// Restarting cannot help until someone logs in.
+		b.logger.Error("backend needs an OAuth login; not restarted", "server", b.name)
+		h.setState(b, StateNeedsLogin, err)
+		h.catalogueChanged()
+		return nil
+	}
 	if why := cannotHeal(b, err); why != "" {
 		b.logger.Error("backend failed", "reason", why)
 		h.setState(b, StateFailed, fmt.Errorf("%w; not restarted: %s; Host.Restart starts it again", err, why))
@@ -796,7 +813,7 @@ func (h *Host) visibleNames() []string {
 func (b *backend) listed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state != StateFailed && b.state != StateClosed && b.state != StateDisabled
+	return b.state != StateFailed && b.state != StateClosed && b.state != StateDisabled && b.state != StateNeedsLogin
 }
 
 // ensureStarted starts every lazy backend that has never started and waits

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -40,6 +41,16 @@ type HTTPOptions struct {
 	// Features configures the client features offered to the server (log
 	// level, elicitation, sampling, roots), on every session. Nil: none.
 	Features *ClientOptions
+
+	// OAuth, when set, authorizes the requests with OAuth 2.1 access tokens
+	// (MCP 2025-11-25, basic/authorization): the Authorization header is
+	// the token's, and a 401 or 403 insufficient_scope answer runs OAuth's
+	// refresh or flow and is retried once. Connect then fails with
+	// ErrNeedsLogin or ErrAuthorization where it cannot get a token. One
+	// OAuth may serve many HTTP transports of the same server (one after
+	// another, as the host restarts it). Do not also set an Authorization
+	// header in Headers: it would replace the token.
+	OAuth *OAuth
 }
 
 // HTTP is a Transport to an MCP server over Streamable HTTP (MCP 2025-11-25,
@@ -61,6 +72,7 @@ type HTTP struct {
 	logger   hclog.Logger
 	onChange func(ListKind)
 	copts    *ClientOptions
+	oauth    *OAuth
 
 	mu        sync.Mutex
 	closed    bool
@@ -98,7 +110,7 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 	if noTaskLayer {
 		client.Transport = rt
 	}
-	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features}
+	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features, oauth: o.OAuth}
 	h.ops = ops{do: h.do, progress: &progressRouter{}, calls: &callSet{}}
 	return h
 }
@@ -179,6 +191,11 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 		// short so a dead server is reported rather than retried for long.
 		MaxRetries: 2,
 	}
+	if h.oauth != nil {
+		// A login since the last session (toolhost login) is used now.
+		h.oauth.Load(ctx)
+		t.OAuthHandler = h.oauth
+	}
 	cs, err := newClient(h.logger, h.onChange, h.progress, h.copts, h.calls).Connect(ctx, t, sessionOptions(h.copts))
 	if err != nil {
 		return nil, capErr(err)
@@ -192,8 +209,10 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 
 // Connect opens a session: the initialize request and the initialized
 // notification. Errors: ErrStart when nothing answers at the URL (connection
-// refused, unknown host), ErrInitialize otherwise (an HTTP error status, a
-// response that is not MCP, a timeout).
+// refused, unknown host); with HTTPOptions.OAuth, ErrNeedsLogin (no usable
+// token and nobody to authorize) or ErrAuthorization (the OAuth flow
+// failed); ErrInitialize otherwise (an HTTP error status, a response that
+// is not MCP, a timeout).
 func (h *HTTP) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	init, err := h.connect(ctx)
 	// The URL may carry a secret (userinfo, ?api_key=): never in a message.
@@ -218,6 +237,19 @@ func (h *HTTP) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		}
 		if unreachable(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrStart, h.url, err)
+		}
+		for _, sentinel := range []error{ErrNeedsLogin, ErrAuthorization} {
+			if errors.Is(err, sentinel) {
+				// Not a broken server: it wants a token we do not have.
+				// Say so without the go-sdk's layers around it.
+				msg := err.Error()
+				if i := strings.Index(msg, sentinel.Error()); i >= 0 {
+					msg = msg[i+len(sentinel.Error()):]
+				} else {
+					msg = ": " + msg
+				}
+				return nil, fmt.Errorf("initialize %s: %w%s", h.url, sentinel, msg)
+			}
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrInitialize, h.url, err)
 	}
@@ -373,6 +405,9 @@ func (h *HTTP) Close() error {
 		err = sess.cs.Close()
 	}
 	h.client.CloseIdleConnections()
+	if h.oauth != nil {
+		h.oauth.client.CloseIdleConnections()
+	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		err = nil
 	}

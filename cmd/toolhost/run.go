@@ -63,6 +63,9 @@ Commands:
                                  list the resources (as the policy, or a profile, allows)
   read URI [--backend NAME] [--profile NAME] [--json]
                                  read a resource (--backend when no backend, or several, list URI)
+  login NAME [--no-browser] [--timeout D]
+                                 log in to the OAuth server NAME ([servers.NAME.oauth]) in a browser
+                                 (or $BROWSER) and store its token; logout NAME deletes it
   serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]
                                  serve the catalogue as an MCP server: on stdin/stdout, or over
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
@@ -141,6 +144,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.read(rest)
 	case "serve":
 		return c.serve(rest)
+	case "login":
+		return c.login(rest)
+	case "logout":
+		return c.logout(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -150,7 +157,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // subcommandValueFlags are the subcommands' flags that take a value (so the
 // word after them is not read as a global flag).
-var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true}
+var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true}
 
 // globalsAfter takes the global flags (--config, --log-level; one or two
 // dashes, "=VALUE" or a separate word) out of a subcommand's arguments,
@@ -271,6 +278,11 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 			if st.State == host.StateFailed || st.State == host.StateRestarting {
 				fmt.Fprintf(c.stderr, "toolhost: warning: backend %s failed to start (%s): %s\n", st.Name, st.State, esc(st.LastError))
 			}
+		}
+	}
+	for _, st := range h.Status() {
+		if st.State == host.StateNeedsLogin {
+			fmt.Fprintf(c.stderr, "toolhost: warning: backend %s needs an OAuth login: run `toolhost login %s`\n", st.Name, st.Name)
 		}
 	}
 	return f(ctx, h)
@@ -704,6 +716,7 @@ func (c *cli) check(args []string) int {
 		fmt.Fprintf(tw, "%s\twasm\t%s\t%s\t%s\n", n, prefixText(n, p.Prefix), effective(p.Timeout, cfg.Host.CallTimeout), p.Path)
 	}
 	tw.Flush()
+	c.checkLogins(cfg)
 	for _, n := range sortedNames(cfg.Tools) {
 		t := cfg.Tools[n]
 		var opts []string

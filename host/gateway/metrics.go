@@ -119,7 +119,7 @@ var (
 	stateDesc    = prometheus.NewDesc("mcp_backend_state", "1 for the backend's current state, else 0.", []string{"backend", "state"}, nil)
 	restartsDesc = prometheus.NewDesc("mcp_backend_restarts", "Restarts of the backend since the host started.", []string{"backend"}, nil)
 	toolsDesc    = prometheus.NewDesc("mcp_backend_tools", "Tools the backend has in the catalogue.", []string{"backend"}, nil)
-	allStates    = []host.State{host.StateIdle, host.StateStarting, host.StateReady, host.StateRestarting, host.StateFailed, host.StateDisabled, host.StateClosed}
+	allStates    = []host.State{host.StateIdle, host.StateStarting, host.StateReady, host.StateRestarting, host.StateFailed, host.StateNeedsLogin, host.StateDisabled, host.StateClosed}
 )
 
 func (c backendCollector) Describe(ch chan<- *prometheus.Desc) {
