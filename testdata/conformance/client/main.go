@@ -32,10 +32,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/oauthtest"
+	"github.com/toolhost/toolhost/transport"
 )
 
 // backend is the [servers.NAME] the scenario's server is configured as; it
@@ -153,15 +156,39 @@ func open(ctx context.Context, url string, cctx map[string]any, opts *host.Optio
 }
 
 // authOptions sets what the auth/* scenarios need on the server's
-// configuration and the Host's options: OAuth (issue 13 item 1), once
-// toolhost has it: the [servers.NAME.oauth] table (the suite's
-// pre-registered client_id and client_secret from cctx, when it gives them;
-// dynamic registration otherwise; redirect http://localhost:3000/callback)
-// and a headless authorization-code fetcher that follows the suite's
-// authorization server's redirect instead of opening a browser. Until then
-// it sets nothing, and the auth/* scenarios fail with "Unauthorized" (see
-// baseline-client.yml).
-func authOptions(cctx map[string]any, srv *config.Server, opts *host.Options) {}
+// configuration and the Host's options (issue 13 item 1): a
+// [servers.NAME.oauth] table — the client_credentials grant for the
+// auth/client-credentials-* scenarios, else the authorization-code grant with
+// the suite's client metadata document and redirect port 3000 — with the
+// suite's pre-registered client_id and client_secret from cctx when it gives
+// them (dynamic registration otherwise); tokens in memory; and a headless
+// authorization fetcher that follows the suite's authorization server's
+// redirect instead of opening a browser. Scenarios outside auth/* are left
+// as they are.
+func authOptions(cctx map[string]any, srv *config.Server, opts *host.Options) {
+	name := os.Getenv("MCP_CONFORMANCE_SCENARIO")
+	if !strings.HasPrefix(name, "auth/") {
+		return
+	}
+	o := &config.OAuth{
+		ClientMetadataURL: "https://conformance-test.local/client-metadata.json",
+		RedirectPort:      3000,
+	}
+	if strings.HasPrefix(name, "auth/client-credentials-") {
+		o = &config.OAuth{Grant: config.GrantClientCredentials}
+	}
+	if id, ok := cctx["client_id"].(string); ok {
+		o.ClientID = id
+		if secret, ok := cctx["client_secret"].(string); ok {
+			o.ClientSecret = secret
+		}
+	}
+	srv.OAuth = o
+	opts.TokenStore = &transport.MemoryTokenStore{}
+	opts.Authorize = func(ctx context.Context, _ string, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		return oauthtest.Fetch(ctx, args)
+	}
+}
 
 // call calls the catalogue tool name with args and fails on a transport
 // error or a result with isError.
