@@ -481,8 +481,10 @@ func TestApplyPlugins(t *testing.T) {
 		extra string
 		check func(host.ApplyReport) bool
 	}{
-		{"[plugins.echo]\npath = \"" + echo + "\"\n", func(r host.ApplyReport) bool { return slices.Equal(r.Added, []string{"echo"}) }},
-		{"[plugins.echo]\npath = \"" + echo + "\"\ninstances = 2\n", func(r host.ApplyReport) bool { return slices.Equal(r.Changed, []string{"echo"}) }},
+		// startup_timeout: a cold compile into this test's own cache under
+		// -race on a busy machine can outlast the 30s default.
+		{"[plugins.echo]\npath = \"" + echo + "\"\nstartup_timeout = \"10m\"\n", func(r host.ApplyReport) bool { return slices.Equal(r.Added, []string{"echo"}) }},
+		{"[plugins.echo]\npath = \"" + echo + "\"\nstartup_timeout = \"10m\"\ninstances = 2\n", func(r host.ApplyReport) bool { return slices.Equal(r.Changed, []string{"echo"}) }},
 	} {
 		rep, err := h.Apply(ctx, parseFixtureConfig(t, base+c.extra))
 		if err != nil || !c.check(rep) {

@@ -232,13 +232,23 @@ func kill9(t *testing.T, pid int) {
 	}
 }
 
+// busySlack is the scheduling delay a busy machine may add to a wall-clock
+// bound (see promptly).
+const busySlack = 2 * time.Second
+
 // promptly fails the test when more than limit passed since t0.
+//
+// limit is what the path takes on an idle machine, and is logged; the test
+// fails only past limit+busySlack, because under -race with both cores busy
+// scheduling alone can take hundreds of milliseconds. Each caller also checks
+// the error's kind, which is what tells the prompt path from the slow one (a
+// deadline, or the call running to its end).
 func promptly(t *testing.T, what string, t0 time.Time, limit time.Duration) {
 	t.Helper()
-	if d := time.Since(t0); d > limit {
-		t.Errorf("%s after %v, want within %v", what, d.Round(time.Millisecond), limit)
+	if d := time.Since(t0); d > limit+busySlack {
+		t.Errorf("%s after %v, want within %v (+%v on a busy machine)", what, d.Round(time.Millisecond), limit, busySlack)
 	} else {
-		t.Logf("%s after %v", what, d.Round(time.Microsecond))
+		t.Logf("%s after %v (%v on an idle machine)", what, d.Round(time.Microsecond), limit)
 	}
 }
 
@@ -298,7 +308,7 @@ func TestFaultHang(t *testing.T) {
 	if !errors.Is(err, host.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("call to a hung server: %v %+v, want ErrTimeout", err, res)
 	}
-	if d := time.Since(t0); d < time.Second || d > 1100*time.Millisecond {
+	if d := time.Since(t0); d < time.Second || d > time.Second+busySlack {
 		t.Errorf("hung call returned after %v, want at its 1s deadline", d)
 	}
 	// Failed health checks (ping; an immediate one after the timeout, then

@@ -34,7 +34,7 @@ func TestConnectCloseCycles(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += workers {
-				tr := transport.NewStdio(transport.Command{Path: bin}, &transport.StdioOptions{TerminateGrace: time.Second})
+				tr := transport.NewStdio(transport.Command{Path: bin}, &transport.StdioOptions{TerminateGrace: 10 * time.Second})
 				if _, err := tr.Connect(ctx); err != nil {
 					t.Errorf("stdio cycle %d: %v", i, err)
 					return
