@@ -86,6 +86,11 @@ type cli struct {
 	logLevel       string
 	logger         hclog.Logger
 	serving        bool // toolhost serve: no elicitation on stdin
+	// prepare, when set, adjusts the loaded configuration before withHost
+	// builds its Host (call: start only the backends the call needs).
+	prepare func(cfg *config.Config)
+	// hostOpts, when set, adjusts withHost's host.Options.
+	hostOpts func(opts *host.Options)
 }
 
 // run is the whole CLI: it parses args (without the program name), writes to
@@ -243,6 +248,9 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 		return code
 	}
 	c.cfg = cfg
+	if c.prepare != nil {
+		c.prepare(cfg)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := &host.Options{Logger: c.logger, Audit: c.audit}
@@ -253,6 +261,9 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	} else {
 		// Servers may ask the user for input on a terminal.
 		opts.Elicit = (&elicitor{stderr: c.stderr}).elicit
+	}
+	if c.hostOpts != nil {
+		c.hostOpts(opts)
 	}
 	h, err := host.New(ctx, cfg, opts)
 	if err != nil {
@@ -481,6 +492,7 @@ func (c *cli) call(args []string) int {
 	if err != nil {
 		return c.usageError(err.Error())
 	}
+	c.prepare = func(cfg *config.Config) { c.startOnly(cfg, host.Needs(cfg, name, *profile)) }
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		v, code := c.view(h, *profile)
 		if v == nil {
@@ -526,6 +538,31 @@ func (c *cli) call(args []string) int {
 		}
 		return exitOK
 	})
+}
+
+// startOnly leaves every backend of cfg not in needs lazy (started only if
+// the call turns out to need it: an unknown tool, whose suggestions come
+// from the whole catalogue, starts them all). Empty needs (no backend's
+// prefix fits the name) leaves cfg as it is: every backend starts.
+func (c *cli) startOnly(cfg *config.Config, needs []string) {
+	if len(needs) == 0 {
+		return
+	}
+	need := map[string]bool{}
+	for _, n := range needs {
+		need[n] = true
+	}
+	for n, s := range cfg.Servers {
+		if !need[n] {
+			s.Start = config.StartLazy
+		}
+	}
+	for n, p := range cfg.Plugins {
+		if !need[n] {
+			p.Start = config.StartLazy
+		}
+	}
+	c.logger.Debug("starting only the backends the call needs", "backends", needs)
 }
 
 // profileFlag is " --profile NAME" for a profile, else "".
