@@ -55,6 +55,8 @@ Commands:
                                  with --profile, start the backends and show the profile's
                                  catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
+  prewarm                        compile every plugin into the compilation cache and cache its
+                                 tool list, in parallel, so that tools, call and serve start warm
   prompts [--profile NAME] [--json]
                                  list the prompts (as the policy, or a profile, allows)
   prompt NAME [--args JSON] [--profile NAME] [--json]
@@ -146,6 +148,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.read(rest)
 	case "serve":
 		return c.serve(rest)
+	case "prewarm":
+		return c.prewarm(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -331,6 +335,9 @@ func (c *cli) listing(name string, args []string, f func(ctx context.Context, h 
 }
 
 func (c *cli) tools(args []string) int {
+	// Listing needs no plugin instance: plugins listed from the tool-list
+	// cache are not compiled.
+	c.hostOpts = func(o *host.Options) { o.LazyPluginInstances = true }
 	return c.listing("tools", args, func(ctx context.Context, h *host.Host, v catalogue, asJSON bool) int {
 		tools, err := v.Tools(ctx)
 		if err != nil {

@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
+	"github.com/toolhost/toolhost/sandbox"
 )
 
 // startConfig has the fixture server and a second one, started through a
@@ -98,4 +102,50 @@ func TestCLICallStartsOnlyItsBackend(t *testing.T) {
 			t.Error("tools did not start every backend")
 		}
 	})
+}
+
+// TestCLIPrewarm: prewarm compiles every plugin and fills the tool-list
+// cache without starting servers; tools then lists the plugin from that
+// cache (nothing compiled); a plugin that cannot load fails prewarm with
+// exit status 3.
+func TestCLIPrewarm(t *testing.T) {
+	wasm := wasmbuild.Build(t, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")
+	cache := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "server-started")
+	body := `
+[host]
+cache_dir = "` + cache + `"
+
+[servers.second]
+command = "/bin/sh"
+args = ["-c", ": > \"$0\"; exec \"$1\"", "` + marker + `", "@FIXTURE@"]
+
+[plugins.echo]
+path = "` + wasm + `"
+`
+	cfg := writeConfig(t, body)
+	code, stdout, stderr := runCLI("--config", cfg, "prewarm")
+	if code != exitOK || !strings.Contains(stdout, "echo: compiled and listed in ") || !strings.Contains(stdout, "1 of 1 plugins prewarmed") {
+		t.Fatalf("prewarm: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if started(marker) {
+		t.Error("prewarm started a server")
+	}
+	entries, err := filepath.Glob(filepath.Join(cache, sandbox.ToolCacheDir, "*.json"))
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("tool-list cache entries after prewarm: %q %v", entries, err)
+	}
+	code, stdout, stderr = runCLI("--config", cfg, "--log-level", "debug", "tools")
+	if code != exitOK || !strings.Contains(stdout, "echo__echo") {
+		t.Fatalf("tools: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "tools from the tool-list cache") || strings.Contains(stderr, "compiled at first use") {
+		t.Errorf("tools after prewarm did not list the plugin from the cache without compiling:\n%s", stderr)
+	}
+
+	broken := writeConfig(t, body+"\n[plugins.gone]\npath = \""+filepath.Join(t.TempDir(), "gone.wasm")+"\"\n")
+	code, stdout, stderr = runCLI("--config", broken, "prewarm")
+	if code != exitCallError || !strings.Contains(stderr, "toolhost: prewarm gone:") || !strings.Contains(stdout, "1 of 2 plugins prewarmed") {
+		t.Errorf("prewarm with a missing plugin: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
 }
