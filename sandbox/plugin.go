@@ -377,16 +377,16 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		p.mounts = ms
 	}
 
-	wasm := rewriteEnvImports(b, mod, "extism:host/env", envModule)
 	if p.e.tools != nil && p.onConfigGet == nil && !p.probe {
 		key := p.toolCacheKey(digest, abi)
 		if !p.refresh {
 			if tools := p.e.tools.get(p, key, digest); tools != nil {
-				return p.connectCached(wasm, abi, mod, digest, tools), nil
+				return p.connectCached(b, abi, mod, digest, tools), nil
 			}
 		}
 		p.cacheKey = key
 	}
+	wasm := rewriteEnvImports(b, mod, "extism:host/env", envModule)
 	compiled, err := p.compile(ctx, wasm, p.memPages)
 	if err != nil {
 		return nil, err

@@ -10,9 +10,9 @@ import (
 )
 
 // connectCached finishes a Connect whose tools came from the tool-list
-// cache: nothing is compiled or instantiated now; wasm (the module, its
-// imports renamed) is kept for the first use, and, unless p.lazy, compiled
-// and warmed in the background.
+// cache: nothing is compiled or instantiated now; wasm (the module file's
+// bytes) is kept for the first use, and, unless p.lazy, compiled and warmed
+// in the background.
 func (p *Plugin) connectCached(wasm []byte, abi ABI, mod *wasmModule, digest string, tools []byte) *mcp.InitializeResult {
 	p.mu.Lock()
 	p.abi, p.module, p.digest, p.wasm, p.cachedTools = abi, mod, digest, wasm, tools
@@ -96,11 +96,11 @@ func (p *Plugin) compiledPlugin(ctx context.Context) (*extism.CompiledPlugin, er
 		}
 		ch := make(chan struct{})
 		p.compiling = ch
-		wasm := p.wasm
+		wasm, mod := p.wasm, p.module
 		p.mu.Unlock()
 
 		start := time.Now()
-		c, err := p.compile(ctx, wasm, p.memPages)
+		c, err := p.compile(ctx, rewriteEnvImports(wasm, mod, "extism:host/env", envModule), p.memPages)
 		p.mu.Lock()
 		p.compiling = nil
 		close(ch)
