@@ -431,6 +431,10 @@ structured content as indented JSON when it has no text.
   --profile NAME  call through the profile [profiles.NAME] (default: the [policy] alone)
   --json          print the whole MCP result as JSON
 
+Only the backends the call needs are started: those whose tool prefix begins NAME, the owner of its
+[tools.NAME] fallback, and those the profile requires (an unknown tool starts them all, so that its
+suggestions come from the whole catalogue).
+
 Exit status: 0 ok; 1 the tool returned an error result (also: arguments that do not match the
 tool's inputSchema); 2 usage or configuration error (also: --args not a JSON object, unknown
 profile); 3 the call could not be made (unknown tool, backend unavailable, timeout); 4 the policy
