@@ -71,11 +71,12 @@ func (c *cli) prewarm(args []string) int {
 }
 
 // prewarmOne compiles p (through the compilation cache), warms an
-// instance, lists its tools and rewrites its tool-list cache entry, within
-// its startup_timeout.
+// instance, lists its tools and rewrites its tool-list cache entry. The
+// compile has no deadline (a cold compile is what prewarm is for, and can
+// take long on a busy machine); the warm-up is bounded as in a start
+// without a deadline (sandbox: the longer of 30s and the call timeout),
+// the listing by the call timeout.
 func (c *cli) prewarmOne(ctx context.Context, eng *sandbox.Engine, cfg *config.Config, pc *config.Plugin) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, effective(pc.StartupTimeout, config.Duration(config.DefaultStartupTimeout)).Std())
-	defer cancel()
 	p := eng.Plugin(pc, &sandbox.PluginOptions{DefaultTimeout: effective(pc.Timeout, cfg.Host.CallTimeout).Std(), Logger: c.logger.Named(pc.Name), RefreshToolCache: true})
 	defer p.Close()
 	if _, err := p.Connect(ctx); err != nil {
