@@ -147,20 +147,29 @@ func (c *toolCache) get(p *Plugin, key, digest string) []byte {
 		}
 		return nil
 	}
-	var e toolCacheEntry
-	if err := json.Unmarshal(b, &e); err != nil {
-		p.logger.Debug("tool-list cache entry ignored: not valid JSON", "key", key, "error", err)
-		return nil
-	}
-	if e.Format != toolCacheFormat || e.Key != key || e.Module != digest || e.Version != buildVersion() {
-		p.logger.Debug("tool-list cache entry ignored: written for another key", "key", key)
-		return nil
-	}
-	if _, err := decodeCachedTools(p, e.Tools); err != nil {
+	tools, err := parseToolCacheEntry(p, b, key, digest)
+	if err != nil {
 		p.logger.Debug("tool-list cache entry ignored", "key", key, "error", err)
 		return nil
 	}
-	return e.Tools
+	return tools
+}
+
+// parseToolCacheEntry decodes entry b and returns its tools (a JSON array)
+// when it was written for key, digest and this build and its tools pass
+// the checks of a live listing.
+func parseToolCacheEntry(p *Plugin, b []byte, key, digest string) ([]byte, error) {
+	var e toolCacheEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if e.Format != toolCacheFormat || e.Key != key || e.Module != digest || e.Version != buildVersion() {
+		return nil, errors.New("written for another key, module or build")
+	}
+	if _, err := decodeCachedTools(p, e.Tools); err != nil {
+		return nil, err
+	}
+	return e.Tools, nil
 }
 
 // decodeCachedTools decodes a cached tool list with the checks a live

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
@@ -319,4 +321,40 @@ func writeEntry(t *testing.T, path string, b []byte) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzToolCacheEntry: any entry bytes are either refused or yield tools
+// that pass a live listing's checks; nothing panics.
+func FuzzToolCacheEntry(f *testing.F) {
+	key, digest := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	p := &Plugin{name: "fuzz", logger: hclog.NewNullLogger()}
+	valid := func(tools string) []byte {
+		return []byte(`{"format":1,"key":"` + key + `","module_sha256":"` + digest + `","toolhost":` + strconv.Quote(buildVersion()) + `,"abi":"v2","tools":` + tools + `}`)
+	}
+	f.Add(valid(`[{"name":"echo","inputSchema":{"type":"object"}}]`))
+	f.Add(valid(`[{"name":"a"},{"name":"a"}]`))
+	f.Add(valid(`[null]`))
+	f.Add(valid(`{}`))
+	f.Add([]byte(`{"format":1}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tools, err := parseToolCacheEntry(p, b, key, digest)
+		if err != nil {
+			return
+		}
+		list, err := decodeCachedTools(p, tools)
+		if err != nil {
+			t.Fatalf("accepted tools fail the checks: %v", err)
+		}
+		seen := map[string]bool{}
+		for _, tl := range list {
+			if tl == nil || tl.Name == "" || seen[tl.Name] || tl.InputSchema == nil {
+				t.Fatalf("accepted a bad tool list: %s", tools)
+			}
+			seen[tl.Name] = true
+		}
+		if len(list) > transport.MaxTools {
+			t.Fatalf("accepted %d tools", len(list))
+		}
+	})
 }
