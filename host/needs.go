@@ -31,10 +31,10 @@ func Needs(cfg *config.Config, name, profile string) []string {
 		n := 0
 		for _, b := range cfg.Backends() {
 			var p *string
-			if s, ok := cfg.Servers[b]; ok {
+			if s := cfg.Servers[b]; s != nil {
 				p = s.Prefix
-			} else {
-				p = cfg.Plugins[b].Prefix
+			} else if pl := cfg.Plugins[b]; pl != nil {
+				p = pl.Prefix
 			}
 			prefix := invalidNameChars.ReplaceAllString(prefixOf(b, p), "_")
 			if strings.HasPrefix(tool, prefix) && len(tool) > len(prefix) {
