@@ -86,6 +86,13 @@ type Options struct {
 	// with Op OpSample).
 	Sample func(ctx context.Context, req *SamplingRequest) (*mcp.CreateMessageResult, error)
 
+	// LazyPluginInstances is passed to every plugin as
+	// sandbox.PluginOptions.LazyInstances: a plugin whose tools come from
+	// the tool-list cache is compiled and instantiated at its first call,
+	// not in the background from New on. For a program that only lists
+	// the catalogue (toolhost tools). Default false.
+	LazyPluginInstances bool
+
 	// Roots are answered to MCP servers' roots/list (MCP 2025-11-25,
 	// client/roots) when the configuration has none for the server ([host]
 	// roots or its own roots win); the roots capability is declared only

@@ -28,7 +28,7 @@ func (h *Host) buildPlugins() error {
 		// A plugin has no list_changed: its tool list is fixed by its
 		// module.
 		b.newTr = func(func(transport.ListKind)) transport.Transport {
-			return eng.Plugin(p, &sandbox.PluginOptions{DefaultTimeout: b.timeout, Logger: b.logger})
+			return eng.Plugin(p, &sandbox.PluginOptions{DefaultTimeout: b.timeout, Logger: b.logger, LazyInstances: h.opts.LazyPluginInstances})
 		}
 		h.add(b)
 	}

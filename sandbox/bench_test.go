@@ -92,11 +92,12 @@ func BenchmarkThroughput(b *testing.B) {
 }
 
 // BenchmarkConnect measures time to ready (compile + warm instance) with a
-// cold (empty) and a warm compilation cache.
+// cold (empty) and a warm compilation cache, the tool-list cache off
+// (BenchmarkConnectToolCache measures it on).
 func BenchmarkConnect(b *testing.B) {
 	path := fixture(b, "echo")
 	ready := func(b *testing.B, dir string) time.Duration {
-		e, err := NewEngine(&EngineOptions{CacheDir: dir})
+		e, err := NewEngine(&EngineOptions{CacheDir: dir, NoToolCache: true})
 		if err != nil {
 			b.Fatal(err)
 		}

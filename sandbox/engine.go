@@ -17,14 +17,23 @@ type EngineOptions struct {
 	// CacheDir is the directory of the on-disk wazero compilation cache
 	// shared by every plugin of the Engine ([host] cache_dir). "" means
 	// toolhost/wasm under os.UserCacheDir (os.TempDir when the user has no
-	// cache dir). It is created if missing. A warm cache turns a ≈1 s compile
-	// of a 3 MB Go plugin into ≈30 ms.
+	// cache dir). It is created (mode 0700) if missing. A warm cache turns
+	// a ≈1 s compile of a 3 MB Go plugin into ≈30-100 ms (wazero decodes and
+	// validates the whole module before it looks in the cache). The
+	// tool-list cache lives in its subdirectory ToolCacheDir.
 	CacheDir string
 
 	// Logger receives the Engine's and, unless PluginOptions.Logger is set,
 	// every plugin's logs (as a sub-logger named after the plugin). Nil means
 	// a null logger.
 	Logger hclog.Logger
+
+	// NoToolCache turns the tool-list cache off: every Connect compiles
+	// its module and lists its tools on a warm instance. By default the
+	// tools of every plugin listed once are kept in CacheDir/ToolCacheDir
+	// (see ToolCacheDir), and a later Connect of the same module with the
+	// same configuration uses them without compiling.
+	NoToolCache bool
 }
 
 // Engine compiles and runs WebAssembly plugins. One Engine per process is
@@ -36,6 +45,7 @@ type Engine struct {
 	cache    wazero.CompilationCache
 	cacheDir string
 	logger   hclog.Logger
+	tools    *toolCache // nil: no tool-list cache
 
 	mu          sync.Mutex
 	open        int // plugins connecting or connected, not yet closed
@@ -57,7 +67,9 @@ func NewEngine(opts *EngineOptions) (*Engine, error) {
 		}
 		dir = filepath.Join(base, "toolhost", "wasm")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Compiled native code is loaded from here and run: only its owner may
+	// write it (a directory that already exists keeps its mode).
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: creating compilation cache dir: %w (set [host] cache_dir to a writable directory)", err)
 	}
 	cache, err := wazero.NewCompilationCacheWithDir(dir)
@@ -68,7 +80,11 @@ func NewEngine(opts *EngineOptions) (*Engine, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &Engine{cache: cache, cacheDir: dir, logger: logger}, nil
+	e := &Engine{cache: cache, cacheDir: dir, logger: logger}
+	if !opts.NoToolCache {
+		e.tools = openToolCache(dir, logger)
+	}
+	return e, nil
 }
 
 // CacheDir returns the compilation cache directory in use.

@@ -107,7 +107,14 @@ func (p *Plugin) listOnce(ctx, parent context.Context, in *instance, cursor stri
 // transport.MaxTools (10000) tools in all (beyond: transport.ErrListLimit). A tool without inputSchema gets
 // {"type":"object"}. Output that is not a tools list wraps
 // transport.ErrProtocol; a guest-reported failure wraps ErrGuest.
+//
+// After a Connect that found the plugin's tools in the tool-list cache (see
+// ToolCacheDir), ListTools returns them without running the guest; the
+// first complete live listing of a Plugin otherwise writes that cache.
 func (p *Plugin) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	if tools, ok, err := p.cachedToolList(); ok {
+		return tools, err
+	}
 	export := p.listExport()
 	var all []*mcp.Tool
 	var lc transport.ListCap
@@ -126,6 +133,7 @@ func (p *Plugin) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 		}
 		all = append(all, res.Tools...)
 		if p.abi == ABIv1 || res.NextCursor == "" {
+			p.storeToolList(all)
 			return all, nil
 		}
 		if lc.Pages == transport.MaxListPages {

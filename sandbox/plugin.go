@@ -82,6 +82,19 @@ type PluginOptions struct {
 	// about it. The host passes a logger already named for the plugin. Nil
 	// means the Engine's logger named after the plugin.
 	Logger hclog.Logger
+
+	// LazyInstances: when Connect finds the plugin's tools in the
+	// tool-list cache, the module is compiled and its first instance
+	// created at the first operation that needs one (a call, a ping).
+	// False (the default): they are prepared in the background as soon as
+	// Connect returns, so that the first call does not wait for them. Set
+	// it for a process that only lists tools (toolhost tools).
+	LazyInstances bool
+
+	// RefreshToolCache: Connect does not read the tool-list cache; it
+	// compiles the module, warms an instance, and the first complete
+	// ListTools rewrites the entry (toolhost prewarm).
+	RefreshToolCache bool
 }
 
 // ABI identifies a plugin calling convention (see docs/PLUGIN-ABI.md).
@@ -146,6 +159,13 @@ type Plugin struct {
 	// onConfigGet, when set (by Inspect), sees every config_get key.
 	onConfigGet func(key string)
 
+	// The tool-list cache (toolcache.go): lazy and refresh are
+	// PluginOptions'; cacheKey is the entry ListTools writes after a live
+	// listing ("" for none); stored is set once it did.
+	lazy, refresh bool
+	cacheKey      string
+	stored        atomic.Bool
+
 	closeCtx    context.Context
 	closeCancel context.CancelFunc
 	sem         chan struct{}
@@ -161,6 +181,12 @@ type Plugin struct {
 	module     *wasmModule
 	digest     string
 	caps       *mcp.ServerCapabilities
+	// After a Connect from the tool-list cache: the module to compile at
+	// first use (nil once compiled), the compile in progress (closed when
+	// it ends), and the cached tools (a JSON array, checked).
+	wasm        []byte
+	compiling   chan struct{}
+	cachedTools []byte
 }
 
 var (
@@ -178,6 +204,7 @@ func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
 		p.logger = e.logger.Named(cfg.Name)
 	}
 	p.glog = &guestLog{logger: p.logger}
+	p.lazy, p.refresh = opts.LazyInstances, opts.RefreshToolCache
 	switch {
 	case cfg.Timeout > 0:
 		p.timeout = cfg.Timeout.Std()
@@ -350,6 +377,15 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		p.mounts = ms
 	}
 
+	if p.e.tools != nil && p.onConfigGet == nil && !p.probe {
+		key := p.toolCacheKey(digest, abi)
+		if !p.refresh {
+			if tools := p.e.tools.get(p, key, digest); tools != nil {
+				return p.connectCached(b, abi, mod, digest, tools), nil
+			}
+		}
+		p.cacheKey = key
+	}
 	wasm := rewriteEnvImports(b, mod, "extism:host/env", envModule)
 	compiled, err := p.compile(ctx, wasm, p.memPages)
 	if err != nil {
@@ -396,7 +432,13 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		p.idle = append(p.idle, in)
 	}
 	p.mu.Unlock()
+	p.logger.Debug("plugin ready", "abi", abi, "sha256", digest, "memory_pages", p.memPages, "instances", p.size, "isolation", map[bool]string{true: "fresh", false: "pooled"}[p.fresh])
+	return p.initResult(abi, mod, digest), nil
+}
 
+// initResult sets p's capabilities from the module's exports and returns
+// the InitializeResult Connect reports.
+func (p *Plugin) initResult(abi ABI, mod *wasmModule, digest string) *mcp.InitializeResult {
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if abi == ABIv2 {
 		if _, ok := mod.Exports["list_resources"]; ok {
@@ -409,12 +451,11 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	p.mu.Lock()
 	p.caps = caps
 	p.mu.Unlock()
-	p.logger.Debug("plugin ready", "abi", abi, "sha256", digest, "memory_pages", p.memPages, "instances", p.size, "isolation", map[bool]string{true: "fresh", false: "pooled"}[p.fresh])
 	return &mcp.InitializeResult{
 		ProtocolVersion: ProtocolVersion,
 		Capabilities:    caps,
 		ServerInfo:      &mcp.Implementation{Name: p.name, Version: "sha256:" + digest[:12]},
-	}, nil
+	}
 }
 
 // warmContext bounds the warm-up of a plugin's first instance: by ctx's own
@@ -564,11 +605,9 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	if len(p.mounts) > 0 {
 		mc = mc.WithFSConfig(fsConfig(p.mounts, in.lim))
 	}
-	p.mu.Lock()
-	compiled := p.compiled
-	p.mu.Unlock()
-	if compiled == nil {
-		return nil, p.errorf("%w", transport.ErrClosed)
+	compiled, err := p.compiledPlugin(ctx)
+	if err != nil {
+		return nil, err
 	}
 	ictx := ctx
 	if !p.probe {

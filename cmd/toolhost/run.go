@@ -55,6 +55,8 @@ Commands:
                                  with --profile, start the backends and show the profile's
                                  catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
+  prewarm                        compile every plugin into the compilation cache and cache its
+                                 tool list, in parallel, so that tools, call and serve start warm
   prompts [--profile NAME] [--json]
                                  list the prompts (as the policy, or a profile, allows)
   prompt NAME [--args JSON] [--profile NAME] [--json]
@@ -89,6 +91,11 @@ type cli struct {
 	logLevel       string
 	logger         hclog.Logger
 	serving        bool // toolhost serve: no elicitation on stdin
+	// prepare, when set, adjusts the loaded configuration before withHost
+	// builds its Host (call: start only the backends the call needs).
+	prepare func(cfg *config.Config)
+	// hostOpts, when set, adjusts withHost's host.Options.
+	hostOpts func(opts *host.Options)
 }
 
 // run is the whole CLI: it parses args (without the program name), writes to
@@ -148,6 +155,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.login(rest)
 	case "logout":
 		return c.logout(rest)
+
+	case "prewarm":
+		return c.prewarm(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -250,6 +260,9 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 		return code
 	}
 	c.cfg = cfg
+	if c.prepare != nil {
+		c.prepare(cfg)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := &host.Options{Logger: c.logger, Audit: c.audit}
@@ -260,6 +273,9 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	} else {
 		// Servers may ask the user for input on a terminal.
 		opts.Elicit = (&elicitor{stderr: c.stderr}).elicit
+	}
+	if c.hostOpts != nil {
+		c.hostOpts(opts)
 	}
 	h, err := host.New(ctx, cfg, opts)
 	if err != nil {
@@ -332,6 +348,9 @@ func (c *cli) listing(name string, args []string, f func(ctx context.Context, h 
 }
 
 func (c *cli) tools(args []string) int {
+	// Listing needs no plugin instance: plugins listed from the tool-list
+	// cache are not compiled.
+	c.hostOpts = func(o *host.Options) { o.LazyPluginInstances = true }
 	return c.listing("tools", args, func(ctx context.Context, h *host.Host, v catalogue, asJSON bool) int {
 		tools, err := v.Tools(ctx)
 		if err != nil {
@@ -425,6 +444,10 @@ structured content as indented JSON when it has no text.
   --profile NAME  call through the profile [profiles.NAME] (default: the [policy] alone)
   --json          print the whole MCP result as JSON
 
+Only the backends the call needs are started: those whose tool prefix begins NAME, the owner of its
+[tools.NAME] fallback, and those the profile requires (an unknown tool starts them all, so that its
+suggestions come from the whole catalogue).
+
 Exit status: 0 ok; 1 the tool returned an error result (also: arguments that do not match the
 tool's inputSchema); 2 usage or configuration error (also: --args not a JSON object, unknown
 profile); 3 the call could not be made (unknown tool, backend unavailable, timeout); 4 the policy
@@ -493,6 +516,7 @@ func (c *cli) call(args []string) int {
 	if err != nil {
 		return c.usageError(err.Error())
 	}
+	c.prepare = func(cfg *config.Config) { c.startOnly(cfg, host.Needs(cfg, name, *profile)) }
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		v, code := c.view(h, *profile)
 		if v == nil {
@@ -538,6 +562,31 @@ func (c *cli) call(args []string) int {
 		}
 		return exitOK
 	})
+}
+
+// startOnly leaves every backend of cfg not in needs lazy (started only if
+// the call turns out to need it: an unknown tool, whose suggestions come
+// from the whole catalogue, starts them all). Empty needs (no backend's
+// prefix fits the name) leaves cfg as it is: every backend starts.
+func (c *cli) startOnly(cfg *config.Config, needs []string) {
+	if len(needs) == 0 {
+		return
+	}
+	need := map[string]bool{}
+	for _, n := range needs {
+		need[n] = true
+	}
+	for n, s := range cfg.Servers {
+		if !need[n] {
+			s.Start = config.StartLazy
+		}
+	}
+	for n, p := range cfg.Plugins {
+		if !need[n] {
+			p.Start = config.StartLazy
+		}
+	}
+	c.logger.Debug("starting only the backends the call needs", "backends", needs)
 }
 
 // profileFlag is " --profile NAME" for a profile, else "".
