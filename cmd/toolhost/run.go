@@ -155,7 +155,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.login(rest)
 	case "logout":
 		return c.logout(rest)
-
 	case "prewarm":
 		return c.prewarm(rest)
 	case "help":
