@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -54,7 +53,7 @@ type backend struct {
 	allow, deny []config.Rule
 	maxOutput   int
 
-	h          *Host
+	hooks      hooks
 	startReq   chan struct{}   // buffered 1: start an idle backend
 	lostSig    chan struct{}   // buffered 1: a call detached a lost connection (see lost)
 	checkNow   chan struct{}   // buffered 1: a call timed out; check health now
@@ -104,8 +103,32 @@ type listChange struct {
 	kind transport.ListKind
 }
 
+// hooks is what a backend needs of the Host that runs it; the backend
+// holds no pointer to the Host.
+type hooks struct {
+	emit             func(Event)     // Host.emit
+	catalogueChanged func()          // rebuild the catalogue after b's tools or state changed
+	spawn            func(func())    // run f on a goroutine that Host.Close waits for
+	stop             <-chan struct{} // closed by Host.Close
+	startupTimeout   time.Duration   // Options.StartupTimeout; 0: the backend's startup_timeout
+}
+
+// hooks returns the hooks of h's backends.
+func (h *Host) hooks() hooks {
+	return hooks{emit: h.emit, catalogueChanged: h.catalogueChanged, spawn: h.spawn, stop: h.stop, startupTimeout: h.opts.StartupTimeout}
+}
+
+// spawn runs f on a goroutine that Close waits for.
+func (h *Host) spawn(f func()) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		f()
+	}()
+}
+
 func (h *Host) newBackend(name, kind, prefix string, timeout time.Duration, sv config.Supervision) *backend {
-	b := &backend{h: h, name: name, kind: kind, prefix: prefix, timeout: timeout, logger: h.logger.Named(name), sv: sv,
+	b := &backend{hooks: h.hooks(), name: name, kind: kind, prefix: prefix, timeout: timeout, logger: h.logger.Named(name), sv: sv,
 		startReq: make(chan struct{}, 1), lostSig: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), restartReq: make(chan chan error),
 		healthReq: make(chan chan error),
 		changed:   make(chan listChange, 8), firstDone: make(chan struct{}),
@@ -136,7 +159,7 @@ func (b *backend) ready() (bool, error) {
 
 // setState moves b to state (err, when not nil, becomes LastError) and
 // emits an EventState. It never leaves StateClosed.
-func (h *Host) setState(b *backend, state State, err error) {
+func (b *backend) setState(state State, err error) {
 	b.mu.Lock()
 	if b.state == StateClosed || (b.state == state && (err == nil || err == b.lastErr)) {
 		b.mu.Unlock()
@@ -149,7 +172,7 @@ func (h *Host) setState(b *backend, state State, err error) {
 	close(b.wake)
 	b.wake = make(chan struct{})
 	b.mu.Unlock()
-	h.emit(Event{Kind: EventState, Backend: b.name, State: state, Err: err})
+	b.hooks.emit(Event{Kind: EventState, Backend: b.name, State: state, Err: err})
 }
 
 // conn returns b's transport for one operation once b is ready: it starts
@@ -245,7 +268,7 @@ func (b *backend) release(gen uint64, err error) error {
 		case b.checkNow <- struct{}{}:
 		default:
 		}
-	case errors.Is(err, sandbox.ErrTrap) || errors.Is(err, sandbox.ErrMemoryLimit):
+	case errors.Is(err, transport.ErrFault):
 		b.traps++
 		if b.traps >= b.sv.HealthThreshold {
 			lost = fmt.Errorf("%d consecutive calls trapped, the last: %w", b.traps, err)
@@ -258,8 +281,8 @@ func (b *backend) release(gen uint64, err error) error {
 	// Take the connection out of service now, so the next call waits for
 	// the restart instead of meeting the dead connection; the supervisor
 	// schedules the restart.
-	if tr := b.h.detach(b, gen, lost); tr != nil {
-		b.h.closeAsync(tr)
+	if tr := b.detach(gen, lost); tr != nil {
+		b.closeAsync(tr)
 		b.mu.Lock()
 		b.lost = lost
 		b.mu.Unlock()
@@ -274,7 +297,7 @@ func (b *backend) release(gen uint64, err error) error {
 // detach takes b's connection gen out of service (b becomes restarting
 // with err) and returns its transport, or nil when gen is no longer b's
 // ready connection (another caller or the supervisor got there first).
-func (h *Host) detach(b *backend, gen uint64, err error) transport.Transport {
+func (b *backend) detach(gen uint64, err error) transport.Transport {
 	b.mu.Lock()
 	// b.tr == nil: another loss of this connection (the call that saw it,
 	// and the watcher that saw the process exit) got here first and owns
@@ -289,7 +312,7 @@ func (h *Host) detach(b *backend, gen uint64, err error) transport.Transport {
 	b.detachedGen, b.detachedErr = gen, err
 	b.mu.Unlock()
 	b.logger.Error("backend lost", "error", err)
-	h.setState(b, StateRestarting, err)
+	b.setState(StateRestarting, err)
 	return tr
 }
 
@@ -311,30 +334,30 @@ func (b *backend) firstRewrite(tool string) bool {
 
 // newBreaker makes a breaker for b (tool "") or one of its tools, which
 // emits an EventCircuit on every change.
-func (h *Host) newBreaker(b *backend, tool string) *breaker {
+func (b *backend) newBreaker(tool string) *breaker {
 	name := b.name
 	if tool != "" {
 		name = tool
 	}
 	return newBreaker(name, b.sv.CircuitBreaker, func(from, to string) {
 		b.logger.Warn("circuit breaker", "tool", tool, "from", from, "to", to)
-		h.emit(Event{Kind: EventCircuit, Backend: b.name, Tool: tool, Circuit: to})
+		b.hooks.emit(Event{Kind: EventCircuit, Backend: b.name, Tool: tool, Circuit: to})
 	})
 }
 
 // breakers returns b's breaker and tool's (created on first use).
-func (b *backend) breakers(h *Host, tool string) (*breaker, *breaker) {
+func (b *backend) breakers(tool string) (*breaker, *breaker) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.br == nil {
 		// Not started yet: breakers come with the first connection, but
 		// a call may be waiting for it.
-		b.br = h.newBreaker(b, "")
+		b.br = b.newBreaker("")
 		b.toolBr = map[string]*breaker{}
 	}
 	tb := b.toolBr[tool]
 	if tb == nil {
-		tb = h.newBreaker(b, tool)
+		tb = b.newBreaker(tool)
 		b.toolBr[tool] = tb
 	}
 	return b.br, tb

@@ -15,7 +15,7 @@ import (
 // checkHealth runs one health check of b. checkErr is the check's own
 // failure; lost wraps ErrUnhealthy once health_threshold consecutive checks
 // have failed (the caller then takes the connection down).
-func (h *Host) checkHealth(b *backend, tr transport.Transport) (checkErr, lost error) {
+func (b *backend) checkHealth(tr transport.Transport) (checkErr, lost error) {
 	if b.sv.HealthCheck == config.HealthNone {
 		return nil, nil
 	}
@@ -53,12 +53,12 @@ func (h *Host) checkHealth(b *backend, tr transport.Transport) (checkErr, lost e
 	switch {
 	case err != nil:
 		b.logger.Warn("health check failed", "failures", n, "threshold", b.sv.HealthThreshold, "error", err)
-		h.emit(Event{Kind: EventHealth, Backend: b.name, Err: err})
+		b.hooks.emit(Event{Kind: EventHealth, Backend: b.name, Err: err})
 		if n >= b.sv.HealthThreshold {
 			return err, fmt.Errorf("%w: %d consecutive health checks failed, the last: %w", ErrUnhealthy, n, err)
 		}
 	case was > 0:
-		h.emit(Event{Kind: EventHealth, Backend: b.name})
+		b.hooks.emit(Event{Kind: EventHealth, Backend: b.name})
 	}
 	return err, nil
 }

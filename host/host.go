@@ -31,7 +31,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -141,7 +140,7 @@ type Host struct {
 	logger  hclog.Logger
 	closers []func() error // run by Close after the backends, in order
 
-	engine *sandbox.Engine // the plugins' engine, once there is one
+	engine engine // the plugins' engine, once there is one
 
 	audit *auditor
 	// noValidate turns argument and output validation off (benchmarks).
@@ -595,7 +594,7 @@ func (h *Host) Close() error {
 		tr := b.tr
 		b.tr = nil
 		b.mu.Unlock()
-		h.setState(b, StateClosed, nil)
+		b.setState(StateClosed, nil)
 		if tr == nil {
 			continue
 		}

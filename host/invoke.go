@@ -30,7 +30,7 @@ const (
 // ErrBackendUnavailable, or the transport's.
 func (h *Host) invoke(ctx context.Context, e entry, name string, raw []byte, needSize bool) (*mcp.CallToolResult, int, int, error) {
 	b := e.b
-	br, tbr := b.breakers(h, name)
+	br, tbr := b.breakers(name)
 	doneB, err := br.allow(b.name, "")
 	if err != nil {
 		return nil, 0, 0, err

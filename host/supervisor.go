@@ -4,27 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/transport"
 )
 
 // supervise runs b's lifecycle until the host closes: the first start,
 // restarts with backoff, health checks, idle stops, list changes and
 // explicit restarts. It is the only goroutine that starts or stops b.
-func (h *Host) supervise(b *backend) {
-	defer h.wg.Done()
+func (b *backend) supervise() {
 	defer close(b.exited)
 	var retry <-chan time.Time
 	if b.sv.Start == config.StartEager {
-		if err := h.attempt(b); err != nil {
-			retry = h.afterFailure(b, err)
+		if err := b.attempt(); err != nil {
+			retry = b.afterFailure(err)
 		}
 	}
 	b.firstOnce.Do(func() { close(b.firstDone) })
@@ -53,14 +50,14 @@ func (h *Host) supervise(b *backend) {
 			}
 		}
 		select {
-		case <-h.stop:
+		case <-b.hooks.stop:
 			return
 		case <-b.ctx.Done():
 			return
 		case <-b.startReq:
 			if state == StateIdle {
-				if err := h.attempt(b); err != nil {
-					retry = h.afterFailure(b, err)
+				if err := b.attempt(); err != nil {
+					retry = b.afterFailure(err)
 				}
 			}
 		case <-b.lostSig:
@@ -69,20 +66,20 @@ func (h *Host) supervise(b *backend) {
 			b.lost = nil
 			b.mu.Unlock()
 			if err != nil && retry == nil {
-				retry = h.afterFailure(b, err)
+				retry = b.afterFailure(err)
 			}
 		case <-done:
-			retry = h.lose(b, gen, explainLost(tr))
+			retry = b.lose(gen, explainLost(tr))
 		case <-b.checkNow:
 			if state == StateReady {
-				if _, err := h.checkHealth(b, tr); err != nil {
-					retry = h.lose(b, gen, err)
+				if _, err := b.checkHealth(tr); err != nil {
+					retry = b.lose(gen, err)
 				}
 			}
 		case <-health:
 			if state == StateReady {
-				if _, err := h.checkHealth(b, tr); err != nil {
-					retry = h.lose(b, gen, err)
+				if _, err := b.checkHealth(tr); err != nil {
+					retry = b.lose(gen, err)
 				}
 			}
 		case reply := <-b.healthReq:
@@ -90,21 +87,21 @@ func (h *Host) supervise(b *backend) {
 				reply <- fmt.Errorf("%w: %q is %s", ErrBackendUnavailable, b.name, state)
 				break
 			}
-			checkErr, err := h.checkHealth(b, tr)
+			checkErr, err := b.checkHealth(tr)
 			if err != nil {
-				retry = h.lose(b, gen, err)
+				retry = b.lose(gen, err)
 			}
 			reply <- checkErr
 		case <-idle:
-			h.stopIfIdle(b)
+			b.stopIfIdle()
 		case <-retry:
 			retry = nil
 			b.mu.Lock()
 			b.restarts++
 			b.recent = append(b.recent, time.Now())
 			b.mu.Unlock()
-			if err := h.attempt(b); err != nil {
-				retry = h.afterFailure(b, err)
+			if err := b.attempt(); err != nil {
+				retry = b.afterFailure(err)
 			}
 		case reply := <-b.restartReq:
 			retry = nil
@@ -116,17 +113,17 @@ func (h *Host) supervise(b *backend) {
 			b.restarts++
 			b.mu.Unlock()
 			if old != nil {
-				h.closeAsync(old)
+				b.closeAsync(old)
 			}
 			b.bo.Reset()
-			err := h.attempt(b)
+			err := b.attempt()
 			if err != nil {
-				retry = h.afterFailure(b, err)
+				retry = b.afterFailure(err)
 			}
 			reply <- err
 		case c := <-b.changed:
 			if c.gen == gen && state == StateReady {
-				h.listChanged(b, tr, c.kind)
+				b.listChanged(tr, c.kind)
 			}
 		}
 	}
@@ -134,9 +131,9 @@ func (h *Host) supervise(b *backend) {
 
 // startupTimeout is b's startup_timeout, unless Options.StartupTimeout
 // overrides it.
-func (h *Host) startupTimeout(b *backend) time.Duration {
-	if h.opts.StartupTimeout > 0 {
-		return h.opts.StartupTimeout
+func (b *backend) startupTimeout() time.Duration {
+	if b.hooks.startupTimeout > 0 {
+		return b.hooks.startupTimeout
 	}
 	return b.sv.StartupTimeout.Std()
 }
@@ -144,19 +141,19 @@ func (h *Host) startupTimeout(b *backend) time.Duration {
 // attempt makes one attempt to start b: a fresh transport, Connect and the
 // first tools/list, within startup_timeout. On success b is ready with a
 // fresh pair of circuit breakers and the catalogue is rebuilt.
-func (h *Host) attempt(b *backend) error {
+func (b *backend) attempt() error {
 	b.mu.Lock()
 	b.gen++
 	gen := b.gen
 	b.mu.Unlock()
-	h.setState(b, StateStarting, nil)
+	b.setState(StateStarting, nil)
 	tr := b.newTr(func(k transport.ListKind) {
 		select {
 		case b.changed <- listChange{gen, k}:
 		default:
 		}
 	})
-	limit := h.startupTimeout(b)
+	limit := b.startupTimeout()
 	ctx, cancel := context.WithTimeout(b.ctx, limit)
 	t0 := time.Now()
 	init, err := tr.Connect(ctx)
@@ -196,15 +193,15 @@ func (h *Host) attempt(b *backend) error {
 	b.rewritten = nil
 	b.started, b.lastUsed = now, now
 	b.healthFails, b.healthErr, b.traps = 0, nil, 0
-	b.br = h.newBreaker(b, "")
+	b.br = b.newBreaker("")
 	b.toolBr = map[string]*breaker{}
 	b.mu.Unlock()
 	b.bo.Reset()
 	b.logger.Info("backend ready", "tools", len(tools), "elapsed", time.Since(t0).Round(time.Millisecond))
 	// The catalogue first, so that whoever sees the state ready (a lazy
 	// start's waiter) finds the tools.
-	h.catalogueChanged()
-	h.setState(b, StateReady, nil)
+	b.hooks.catalogueChanged()
+	b.setState(StateReady, nil)
 	return nil
 }
 
@@ -219,26 +216,26 @@ func explainLost(tr transport.Transport) error {
 
 // lose takes b's connection gen down after err and schedules a restart
 // (unless a call already detached it: then its signal will).
-func (h *Host) lose(b *backend, gen uint64, err error) <-chan time.Time {
-	tr := h.detach(b, gen, err)
+func (b *backend) lose(gen uint64, err error) <-chan time.Time {
+	tr := b.detach(gen, err)
 	if tr == nil {
 		return nil
 	}
-	h.closeAsync(tr)
-	return h.afterFailure(b, err)
+	b.closeAsync(tr)
+	return b.afterFailure(err)
 }
 
 // afterFailure decides what follows a lost backend or a failed start: a
 // restart after the backoff, or failed when max_restarts attempts were
 // already made within restart_window.
-func (h *Host) afterFailure(b *backend, err error) <-chan time.Time {
+func (b *backend) afterFailure(err error) <-chan time.Time {
 	if b.ctx.Err() != nil {
 		return nil
 	}
-	if why := cannotHeal(b, err); why != "" {
+	if why := cannotHeal(err); why != "" {
 		b.logger.Error("backend failed", "reason", why)
-		h.setState(b, StateFailed, fmt.Errorf("%w; not restarted: %s; Host.Restart starts it again", err, why))
-		h.catalogueChanged()
+		b.setState(StateFailed, fmt.Errorf("%w; not restarted: %s; Host.Restart starts it again", err, why))
+		b.hooks.catalogueChanged()
 		return nil
 	}
 	now := time.Now()
@@ -253,8 +250,8 @@ func (h *Host) afterFailure(b *backend, err error) <-chan time.Time {
 			why = "not restarted (max_restarts = 0)"
 		}
 		b.logger.Error("backend failed", "reason", why)
-		h.setState(b, StateFailed, fmt.Errorf("%w; %s: Host.Restart starts it again", err, why))
-		h.catalogueChanged()
+		b.setState(StateFailed, fmt.Errorf("%w; %s: Host.Restart starts it again", err, why))
+		b.hooks.catalogueChanged()
 		return nil
 	}
 	d := b.bo.NextBackOff()
@@ -262,32 +259,23 @@ func (h *Host) afterFailure(b *backend, err error) <-chan time.Time {
 	b.next = now.Add(d)
 	b.mu.Unlock()
 	b.logger.Info("restarting after backoff", "delay", d.Round(time.Millisecond))
-	h.setState(b, StateRestarting, err)
+	b.setState(StateRestarting, err)
 	return time.After(d)
 }
 
-// cannotHeal says why err, a failure of plugin b, cannot go away by
-// restarting it ("" if it can): the module file is missing or does not match
-// its sha256 pin (transport.ErrStart), its ABI is unsupported
-// (sandbox.ErrABI), or its memory cap is below what it needs to start
-// (sandbox.ErrMemoryLimit with transport.ErrInitialize). Such a backend goes
-// straight to StateFailed instead of restarting with backoff: only a change
-// of the file or the configuration, then Host.Restart, can make it start.
-// A server's start failures are always retried (a command may be installed,
+// cannotHeal says why err, a failed start of b, cannot go away by
+// restarting it ("" if it can): the transport said so with a
+// *transport.PermanentError (transport.ErrPermanent; a plugin whose module
+// file is missing, does not match its sha256 pin, is not of a supported ABI
+// or needs more memory than its cap to start). Such a backend goes straight
+// to StateFailed instead of restarting with backoff: only a change of the
+// file or the configuration, then Host.Restart, can make it start. A
+// server's start failures are always retried (a command may be installed,
 // a URL may come up).
-func cannotHeal(b *backend, err error) string {
-	if b.kind != KindPlugin {
-		return ""
-	}
-	switch {
-	case errors.Is(err, transport.ErrStart) && errors.Is(err, fs.ErrNotExist):
-		return "the module file does not exist"
-	case errors.Is(err, sandbox.ErrChecksum):
-		return "the module file does not match its sha256 pin"
-	case errors.Is(err, sandbox.ErrABI):
-		return "the module is not a plugin of a supported ABI"
-	case errors.Is(err, sandbox.ErrMemoryLimit) && errors.Is(err, transport.ErrInitialize):
-		return "its memory cap is below what the module needs to start"
+func cannotHeal(err error) string {
+	var pe *transport.PermanentError
+	if errors.As(err, &pe) {
+		return pe.Reason
 	}
 	return ""
 }
@@ -295,16 +283,12 @@ func cannotHeal(b *backend, err error) string {
 // closeAsync closes a transport the backend no longer uses without holding
 // up its supervisor (a stubborn child takes the whole shutdown escalation).
 // Host.Close waits for it.
-func (h *Host) closeAsync(tr transport.Transport) {
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		tr.Close()
-	}()
+func (b *backend) closeAsync(tr transport.Transport) {
+	b.hooks.spawn(func() { tr.Close() })
 }
 
 // stopIfIdle stops a stdio server that has had no call for idle_timeout.
-func (h *Host) stopIfIdle(b *backend) {
+func (b *backend) stopIfIdle() {
 	b.mu.Lock()
 	if b.state != StateReady || b.inflight > 0 || time.Since(b.lastUsed) < b.sv.IdleTimeout.Std() {
 		b.mu.Unlock()
@@ -314,14 +298,14 @@ func (h *Host) stopIfIdle(b *backend) {
 	b.tr = nil
 	b.mu.Unlock()
 	b.logger.Info("stopping after idle_timeout", "idle_timeout", b.sv.IdleTimeout)
-	h.setState(b, StateIdle, nil)
-	h.closeAsync(tr)
+	b.setState(StateIdle, nil)
+	b.closeAsync(tr)
 }
 
 // listChanged handles a list_changed notification of a ready backend.
-func (h *Host) listChanged(b *backend, tr transport.Transport, kind transport.ListKind) {
+func (b *backend) listChanged(tr transport.Transport, kind transport.ListKind) {
 	if kind != transport.ListTools {
-		h.emit(Event{Kind: EventListChanged, Backend: b.name, List: kind})
+		b.hooks.emit(Event{Kind: EventListChanged, Backend: b.name, List: kind})
 		return
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.timeout)
@@ -352,7 +336,7 @@ func (h *Host) listChanged(b *backend, tr transport.Transport, kind transport.Li
 	}
 	b.mu.Unlock()
 	b.logger.Info("tool list changed", "tools", len(tools))
-	h.catalogueChanged()
+	b.hooks.catalogueChanged()
 }
 
 // Restart stops the backend name (if it is running) and starts it again at

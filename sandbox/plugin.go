@@ -248,7 +248,9 @@ func (p *Plugin) ABI() ABI {
 // ErrABI (and transport.ErrInitialize); a memory cap below what the module
 // needs to start ErrMemoryLimit (and ErrInitialize), saying the minimum; a
 // warm-up call that fails wraps transport.ErrInitialize and the call's own
-// sentinel.
+// sentinel. A failure that restarting cannot cure (a missing file, a pin
+// mismatch, an unsupported ABI, a memory cap too small to start) also wraps
+// transport.ErrPermanent, as a *transport.PermanentError.
 func (p *Plugin) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	p.mu.Lock()
 	switch p.state {
@@ -276,6 +278,9 @@ func (p *Plugin) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	defer stop()
 
 	res, err := p.connect(ctx)
+	if err != nil {
+		err = permanent(err)
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
