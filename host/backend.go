@@ -176,7 +176,8 @@ func (b *backend) setState(state State, err error) {
 }
 
 // conn returns b's transport for one operation once b is ready: it starts
-// an idle backend and waits out a start or a restart, within ctx. Every
+// an idle backend and waits out a start or a restart, within ctx (which
+// carries the op's deadline: see deadlineLayer). Every
 // successful conn must be paired with release. Errors: ErrBackendUnavailable
 // (failed, or still not ready when ctx ended; then also ctx's error), ErrClosed.
 func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error) {
@@ -210,13 +211,6 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 		}
 		state, wake, lastErr, next := b.state, b.wake, b.lastErr, b.next
 		b.mu.Unlock()
-		if _, ok := ctx.Deadline(); !ok {
-			// (A plugin call has no host deadline: the sandbox applies the
-			// timeout to the call itself. Waiting is bounded by it too.)
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, b.timeout)
-			defer cancel()
-		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
@@ -369,4 +363,21 @@ func (b *backend) listed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.state != StateFailed && b.state != StateClosed && b.state != StateDisabled
+}
+
+// down reports whether b is down for a profile's requires: failed, or
+// waiting to be restarted. (Idle and starting backends are on their way.)
+func (b *backend) down() (bool, error) {
+	if b == nil {
+		return true, ErrBackendRemoved
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == StateFailed || b.state == StateRestarting {
+		if b.lastErr == nil {
+			return true, fmt.Errorf("backend %s", b.state)
+		}
+		return true, b.lastErr
+	}
+	return false, nil
 }

@@ -109,9 +109,10 @@ const (
 // for the lifecycle and concurrency contract.
 //
 // Every operation is one call of a guest export on an instance from the
-// plugin's pool, under a deadline: the plugin's timeout, else
-// PluginOptions.DefaultTimeout, else config.DefaultCallTimeout, or the
-// caller's earlier deadline. The wazero runtime is built with
+// plugin's pool, under a deadline: the caller's (the host gives every call
+// one, see host.Host.CallTool) or, when ctx has none, the plugin's timeout
+// (else PluginOptions.DefaultTimeout, else config.DefaultCallTimeout) from
+// when the call gets an instance. The wazero runtime is built with
 // close-on-context-done, so a guest still running at the deadline is
 // stopped (its module closed) rather than left spinning, and the call
 // returns an error wrapping transport.ErrTimeout and
@@ -736,7 +737,13 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte
 	if err := p.wait(parent, parent, fn); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(parent, p.timeout)
+	// The caller's deadline, when it has one, is the call's (the host sets
+	// one per call); else the plugin timeout, from here.
+	ctx, cancel := context.WithCancel(parent)
+	if _, ok := parent.Deadline(); !ok {
+		cancel()
+		ctx, cancel = context.WithTimeout(parent, p.timeout)
+	}
 	defer cancel()
 	stop := context.AfterFunc(p.closeCtx, cancel)
 	defer stop()
