@@ -21,7 +21,7 @@ type cannotStart struct {
 }
 
 func (c cannotStart) Connect(context.Context) (*mcp.InitializeResult, error) { return nil, c.err }
-func (c cannotStart) Close() error                                          { return nil }
+func (c cannotStart) Close() error                                           { return nil }
 
 // TestPermanentStartFailure: the host tells a start failure that restarting
 // cannot cure by transport's sentinel (transport.ErrPermanent, with a
