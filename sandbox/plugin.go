@@ -22,6 +22,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -159,7 +160,7 @@ type Plugin struct {
 	idle       []*instance
 	engineHeld bool
 	abi        ABI
-	module     *wasmModule
+	module     *wasmfile.Module
 	digest     string
 	caps       *mcp.ServerCapabilities
 }
@@ -327,7 +328,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	if pin := strings.ToLower(strings.TrimSpace(p.cfg.SHA256)); pin != "" && pin != digest {
 		return nil, p.errorf("%s has sha256 %s, the config pins %s: %w: %w; rebuild or re-download the plugin, or update sha256 if the new file is trusted", p.cfg.Path, digest, pin, ErrChecksum, transport.ErrStart)
 	}
-	mod, err := parseWasm(b)
+	mod, err := wasmfile.Parse(b)
 	if err != nil {
 		return nil, p.errorf("%s: %v: %w: %w", p.cfg.Path, err, ErrABI, transport.ErrInitialize)
 	}
@@ -356,7 +357,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		p.mounts = ms
 	}
 
-	wasm := rewriteEnvImports(b, mod, "extism:host/env", envModule)
+	wasm := wasmfile.RewriteImports(b, mod, "extism:host/env", envModule)
 	compiled, err := p.compile(ctx, wasm, p.memPages)
 	if err != nil {
 		return nil, err
@@ -487,7 +488,7 @@ func (p *Plugin) measureMemory(ctx context.Context, wasm []byte, abi ABI) (uint6
 }
 
 // detectABI chooses the ABI from the module's exports.
-func detectABI(m *wasmModule) (ABI, error) {
+func detectABI(m *wasmfile.Module) (ABI, error) {
 	has := func(n string) bool { _, ok := m.Exports[n]; return ok }
 	var abi ABI
 	var required, optional []string
@@ -510,7 +511,7 @@ func detectABI(m *wasmModule) (ABI, error) {
 		if !ok {
 			continue
 		}
-		if len(t.params) != 0 || len(t.results) > 1 || len(t.results) == 1 && t.results[0] != valI32 {
+		if len(t.Params) != 0 || len(t.Results) > 1 || len(t.Results) == 1 && t.Results[0] != wasmfile.ValI32 {
 			return "", fmt.Errorf("%w: export %q has signature %v, want () -> (i32)", ErrABI, n, t)
 		}
 	}
