@@ -57,6 +57,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/jsonx"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -555,28 +556,10 @@ func rawArgs(args any) ([]byte, error) {
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return []byte("{}"), nil
 	}
-	if trimmed[0] != '{' || !json.Valid(trimmed) {
-		return trimmed, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidArguments, describeJSON(string(trimmed)))
+	if _, err := jsonx.Object(trimmed); err != nil {
+		return trimmed, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidArguments, jsonx.Describe(string(trimmed)))
 	}
 	return trimmed, nil
-}
-
-func describeJSON(s string) string {
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return "invalid JSON (" + err.Error() + ")"
-	}
-	switch v.(type) {
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func (h *Host) readyBackends() []*backend {
