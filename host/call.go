@@ -13,7 +13,9 @@ import (
 // call is CallTool in the view of profile ("" for none): one run of the
 // pipeline (pipeline.go).
 func (h *Host) call(ctx context.Context, profile, name string, args any) (*mcp.CallToolResult, error) {
-	res, err := h.run(ctx, &op{method: methodCallTool, profile: profile, name: name, args: args})
+	o := newOp()
+	o.method, o.profile, o.name, o.args = methodCallTool, profile, name, args
+	res, err := h.runOp(ctx, o)
 	r, _ := res.(*mcp.CallToolResult)
 	if err != nil {
 		return nil, err

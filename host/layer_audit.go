@@ -34,7 +34,8 @@ func auditLayer(h *Host, next handler) handler {
 			return next(ctx, o)
 		}
 		start := time.Now()
-		rec := &AuditRecord{Time: start.UTC(), Profile: o.profile, Client: clientOf(ctx), Decision: "none"}
+		o.recBuf = AuditRecord{Time: start.UTC(), Profile: o.profile, Client: clientOf(ctx), Decision: "none"}
+		rec := &o.recBuf
 		o.rec = rec
 		switch o.method {
 		case methodCallTool:

@@ -28,7 +28,9 @@ func fallbackLayer(h *Host, next handler) handler {
 				if o.rec != nil {
 					o.rec.Fallback = fb
 				}
-				return h.run(ctx, &op{method: methodCallTool, profile: o.profile, name: fb, args: json.RawMessage(o.raw), fallbackFor: o.name})
+				f := newOp()
+				f.method, f.profile, f.name, f.args, f.fallbackFor = methodCallTool, o.profile, fb, json.RawMessage(o.raw), o.name
+				return h.runOp(ctx, f)
 			}
 			return nil, fmt.Errorf("%s: %w", o.name, err)
 		case methodGetPrompt:

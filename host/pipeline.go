@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"sync"
 
 	"github.com/toolhost/toolhost/transport"
 )
@@ -56,10 +57,11 @@ type op struct {
 
 	// Found on the way down.
 	b      *backend
-	e      entry  // tools/call: the catalogue entry
-	target string // the operation's own name on the backend (tool, prompt)
-	vw     *view  // tools/call: the profile's view
-	rec    *AuditRecord
+	e      entry        // tools/call: the catalogue entry
+	target string       // the operation's own name on the backend (tool, prompt)
+	vw     *view        // tools/call: the profile's view
+	rec    *AuditRecord // &recBuf while auditing, else nil
+	recBuf AuditRecord
 	// The arguments of a tools/call: their JSON text, its decoding (once,
 	// shared by audit and validation) and why they are refused.
 	raw     []byte
@@ -106,3 +108,19 @@ func compose(h *Host, ls []layer, next handler) handler {
 	}
 	return next
 }
+
+// opPool recycles ops, with their audit records, between operations: an op
+// belongs to one run of the pipeline, and nothing keeps it (or a pointer
+// into it) once that run has returned.
+var opPool = sync.Pool{New: func() any { return new(op) }}
+
+// runOp runs o, which it takes from the pool's newOp, and gives it back.
+func (h *Host) runOp(ctx context.Context, o *op) (any, error) {
+	res, err := h.run(ctx, o)
+	*o = op{}
+	opPool.Put(o)
+	return res, err
+}
+
+// newOp returns a zero op from the pool; runOp gives it back.
+func newOp() *op { return opPool.Get().(*op) }
