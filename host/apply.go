@@ -62,7 +62,7 @@ func (h *Host) all() []*backend               { return h.cur.Load().backends }
 func (h *Host) named(name string) *backend    { return h.cur.Load().byName[name] }
 func (t *topology) clone() *topology          { return t.with(nil) }
 func (b *backend) startsEagerly() bool        { return b.sv.Start != config.StartLazy }
-func (h *Host) launch(b *backend)             { h.wg.Add(1); go h.supervise(b) }
+func (h *Host) launch(b *backend)             { h.spawn(b.supervise) }
 func (h *Host) lockTopology() (unlock func()) { h.closeMu.Lock(); return h.closeMu.Unlock }
 
 // with returns a copy of t whose backends are t's with those of put
@@ -291,7 +291,7 @@ func (h *Host) buildFrom(cfg *config.Config) (map[string]*backend, error) {
 	}
 	byName := s.cur.Load().byName
 	for _, b := range byName {
-		b.h = h
+		b.hooks = h.hooks()
 		if err != nil {
 			b.cancel()
 		}
@@ -368,7 +368,7 @@ func (h *Host) retire(bs []*backend, why func(*backend) error) {
 			tr := b.tr
 			b.tr = nil
 			b.mu.Unlock()
-			h.setState(b, StateClosed, why(b))
+			b.setState(StateClosed, why(b))
 			if tr != nil {
 				if err := tr.Close(); err != nil {
 					b.logger.Warn("close", "error", err)

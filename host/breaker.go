@@ -10,7 +10,6 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -93,7 +92,7 @@ var errFailed = errors.New("failed")
 // the tool) is failing: it could not be reached, lost the connection, broke
 // the protocol, timed out or trapped. A tool error result, refused
 // arguments, a result over max_output, a call that timed out while queued
-// for a plugin instance (sandbox.ErrBusy) and the caller's own cancellation
+// for a plugin instance (transport.ErrBusy) and the caller's own cancellation
 // are not failures of the backend.
 func countsAsFailure(err error) bool {
 	switch {
@@ -102,7 +101,7 @@ func countsAsFailure(err error) bool {
 		errors.Is(err, transport.ErrOutputTooLarge),
 		errors.Is(err, ErrInvalidOutput),
 		errors.Is(err, ErrCircuitOpen),
-		errors.Is(err, sandbox.ErrBusy),
+		errors.Is(err, transport.ErrBusy),
 		errors.Is(err, ErrClosed):
 		return false
 	}

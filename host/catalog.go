@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -161,24 +160,18 @@ func (h *Host) prompts(ctx context.Context, profile string) ([]Prompt, error) {
 	if h.isClosed() {
 		return nil, ErrClosed
 	}
-	prof := h.profileOf(profile)
 	var out []Prompt
 	for _, b := range h.readyBackends() {
-		var ps []*mcp.Prompt
-		err := bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) { ps, err = tr.ListPrompts(ctx); return })
+		res, err := h.run(ctx, &op{method: methodListPrompts, profile: profile, backend: b.name, b: b})
 		if err != nil {
 			if !errors.Is(err, transport.ErrUnsupported) {
 				b.logger.Warn("prompts/list failed", "error", err)
 			}
 			continue
 		}
-		for _, p := range ps {
-			name := catalogueName(b.prefix, p.Name)
-			if !DecidePrompt(&h.config().Policy, prof, name).Allowed {
-				continue
-			}
+		for _, p := range res.([]*mcp.Prompt) {
 			cp := *p
-			cp.Name = name
+			cp.Name = catalogueName(b.prefix, p.Name)
 			out = append(out, Prompt{Prompt: &cp, Backend: b.name, BackendPrompt: p.Name})
 		}
 	}
@@ -190,21 +183,17 @@ func (h *Host) resources(ctx context.Context, profile string) ([]Resource, error
 	if h.isClosed() {
 		return nil, ErrClosed
 	}
-	prof := h.profileOf(profile)
 	var out []Resource
 	for _, b := range h.readyBackends() {
-		var rs []*mcp.Resource
-		err := bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) { rs, err = tr.ListResources(ctx); return })
+		res, err := h.run(ctx, &op{method: methodListResources, profile: profile, backend: b.name, b: b})
 		if err != nil {
 			if !errors.Is(err, transport.ErrUnsupported) {
 				b.logger.Warn("resources/list failed", "error", err)
 			}
 			continue
 		}
-		for _, r := range rs {
-			if DecideResource(&h.config().Policy, prof, b.name, r.URI).Allowed {
-				out = append(out, Resource{Resource: r, Backend: b.name})
-			}
+		for _, r := range res.([]*mcp.Resource) {
+			out = append(out, Resource{Resource: r, Backend: b.name})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -214,21 +203,6 @@ func (h *Host) resources(ctx context.Context, profile string) ([]Resource, error
 		return out[i].Backend < out[j].Backend
 	})
 	return out, nil
-}
-
-// audited starts the audit record of one prompts/get or resources/read
-// (nil when auditing is off) and returns the function that completes and
-// writes it.
-func (h *Host) audited(ctx context.Context, op, profile string) (*AuditRecord, func(error)) {
-	if !h.audit.enabled() {
-		return nil, func(error) {}
-	}
-	start := time.Now()
-	rec := &AuditRecord{Time: start.UTC(), Op: op, Profile: profile, Client: clientOf(ctx), Decision: "none"}
-	return rec, func(err error) {
-		rec.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
-		h.finish(rec, nil, err, "")
-	}
 }
 
 // decided notes d in rec (if any) and returns the refusal for a denied d.
@@ -259,83 +233,20 @@ func (h *Host) required(profile, what string) error {
 	return nil
 }
 
-func (h *Host) getPrompt(ctx context.Context, profile, name string, args map[string]string) (res *mcp.GetPromptResult, err error) {
-	rec, done := h.audited(ctx, "prompts/get", profile)
-	defer func() { done(err) }()
-	if rec != nil {
-		rec.Prompt = name
-		obj := make(map[string]any, len(args))
-		for k, v := range args {
-			obj[k] = v
-		}
-		canonical, redacted := canonicalArgs(obj, h.audit, 64)
-		rec.ArgsSHA256, rec.Args = hashArgs(canonical), redacted
-	}
-	// Resolve the name among every backend's prompts, allowed or not, so
-	// that a denied prompt is told apart from an unknown one.
-	var found *Prompt
-	for _, b := range h.readyBackends() {
-		var ps []*mcp.Prompt
-		if bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) { ps, err = tr.ListPrompts(ctx); return }) != nil {
-			continue
-		}
-		for _, p := range ps {
-			if catalogueName(b.prefix, p.Name) == name {
-				found = &Prompt{Prompt: p, Backend: b.name, BackendPrompt: p.Name}
-			}
-		}
-	}
-	if h.isClosed() {
-		return nil, ErrClosed
-	}
-	if found == nil {
-		return nil, fmt.Errorf("prompt %q: %w", name, ErrUnknownTool)
-	}
-	d := DecidePrompt(&h.config().Policy, h.profileOf(profile), name)
-	if err := decided(rec, d, found.Backend, &NotAllowedError{Kind: "prompt", Name: name, Profile: profile, Rule: d.Rule}); err != nil {
-		return nil, err
-	}
-	if err := h.required(profile, name); err != nil {
-		return nil, err
-	}
-	err = bounded(ctx, h.named(found.Backend), func(ctx context.Context, tr transport.Transport) (err error) {
-		res, err = tr.GetPrompt(ctx, &mcp.GetPromptParams{Name: found.BackendPrompt, Arguments: args})
-		return
-	})
+func (h *Host) getPrompt(ctx context.Context, profile, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	res, err := h.run(ctx, &op{method: methodGetPrompt, profile: profile, name: name, promptArgs: args})
 	if err != nil {
-		return nil, fmt.Errorf("prompt %q: %w", name, err)
+		return nil, err
 	}
-	return res, nil
+	return res.(*mcp.GetPromptResult), nil
 }
 
-func (h *Host) readResource(ctx context.Context, profile, backend, uri string) (res *mcp.ReadResourceResult, err error) {
-	rec, done := h.audited(ctx, "resources/read", profile)
-	defer func() { done(err) }()
-	if rec != nil {
-		rec.URI = uri
-	}
-	if h.isClosed() {
-		return nil, ErrClosed
-	}
-	b := h.named(backend)
-	if b == nil {
-		return nil, fmt.Errorf("%w: no backend %q", ErrBackendUnavailable, backend)
-	}
-	d := DecideResource(&h.config().Policy, h.profileOf(profile), backend, uri)
-	if err := decided(rec, d, backend, &NotAllowedError{Kind: "resource", Name: uri, Backend: backend, Profile: profile, Rule: d.Rule}); err != nil {
-		return nil, err
-	}
-	if err := h.required(profile, uri); err != nil {
-		return nil, err
-	}
-	err = bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) {
-		res, err = tr.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-		return
-	})
+func (h *Host) readResource(ctx context.Context, profile, backend, uri string) (*mcp.ReadResourceResult, error) {
+	res, err := h.run(ctx, &op{method: methodReadResource, profile: profile, name: uri, backend: backend})
 	if err != nil {
-		return nil, fmt.Errorf("resource %q of %s: %w", uri, backend, err)
+		return nil, err
 	}
-	return res, nil
+	return res.(*mcp.ReadResourceResult), nil
 }
 
 func (h *Host) isClosed() bool {

@@ -73,35 +73,28 @@ func (v *View) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.C
 	return v.h.complete(ctx, v.name, params)
 }
 
-func listTemplates(ctx context.Context, b *backend) ([]*mcp.ResourceTemplate, error) {
-	var ts []*mcp.ResourceTemplate
-	err := bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) {
-		tl, ok := tr.(transport.TemplateLister)
-		if !ok {
-			return fmt.Errorf("resources/templates/list: %w", transport.ErrUnsupported)
-		}
-		ts, err = tl.ListResourceTemplates(ctx)
-		return
-	})
-	return ts, err
-}
+// refPrompt and refResource are the reference types of completion/complete
+// (MCP 2025-11-25 server/utilities/completion).
+const (
+	refPrompt   = "ref/prompt"
+	refResource = "ref/resource"
+)
 
 func (h *Host) templates(ctx context.Context, profile string) ([]ResourceTemplate, error) {
 	if h.isClosed() {
 		return nil, ErrClosed
 	}
-	prof := h.profileOf(profile)
 	var out []ResourceTemplate
 	for _, b := range h.readyBackends() {
-		ts, err := listTemplates(ctx, b)
+		res, err := h.run(ctx, &op{method: methodListTemplates, profile: profile, backend: b.name, b: b})
 		if err != nil {
 			if !errors.Is(err, transport.ErrUnsupported) {
 				b.logger.Warn("resources/templates/list failed", "error", err)
 			}
 			continue
 		}
-		for _, t := range ts {
-			if t != nil && DecideResource(&h.config().Policy, prof, b.name, t.URITemplate).Allowed {
+		for _, t := range res.([]*mcp.ResourceTemplate) {
+			if t != nil {
 				out = append(out, ResourceTemplate{ResourceTemplate: t, Backend: b.name})
 			}
 		}
@@ -116,21 +109,21 @@ func (h *Host) templates(ctx context.Context, profile string) ([]ResourceTemplat
 }
 
 // resourceBackend returns the first ready backend (by name) that lists uri
-// as a resource or a resource template.
+// as a resource template or a resource, asked through the pipeline's lower
+// part (breaker, deadline, retry, transport).
 func (h *Host) resourceBackend(ctx context.Context, uri string) *backend {
 	bs := h.readyBackends()
 	sort.Slice(bs, func(i, j int) bool { return bs[i].name < bs[j].name })
 	for _, b := range bs {
-		if ts, err := listTemplates(ctx, b); err == nil {
-			for _, t := range ts {
+		if ts, err := h.send(ctx, &op{method: methodListTemplates, b: b}); err == nil {
+			for _, t := range ts.([]*mcp.ResourceTemplate) {
 				if t != nil && t.URITemplate == uri {
 					return b
 				}
 			}
 		}
-		var rs []*mcp.Resource
-		if bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) { rs, err = tr.ListResources(ctx); return }) == nil {
-			for _, r := range rs {
+		if rs, err := h.send(ctx, &op{method: methodListResources, b: b}); err == nil {
+			for _, r := range rs.([]*mcp.Resource) {
 				if r != nil && r.URI == uri {
 					return b
 				}
@@ -140,73 +133,29 @@ func (h *Host) resourceBackend(ctx context.Context, uri string) *backend {
 	return nil
 }
 
-func (h *Host) complete(ctx context.Context, profile string, params *mcp.CompleteParams) (res *mcp.CompleteResult, err error) {
-	rec, done := h.audited(ctx, OpComplete, profile)
-	defer func() { done(err) }()
+// complete runs a completion/complete through the pipeline: resolve finds
+// the backend of its ref (the prompt's, or the one listing the URI), policy
+// decides it as a prompts/get or a resources/read, audit records it (Op
+// OpComplete).
+func (h *Host) complete(ctx context.Context, profile string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
 	if h.isClosed() {
 		return nil, ErrClosed
 	}
 	if params == nil || params.Ref == nil {
 		return nil, fmt.Errorf("completion/complete: %w: no ref", ErrInvalidArguments)
 	}
-	fwd := *params
-	ref := *params.Ref
-	fwd.Ref = &ref
-	var b *backend
-	switch ref.Type {
-	case "ref/prompt":
-		if rec != nil {
-			rec.Prompt = ref.Name
-		}
-		var found *Prompt
-		for _, cand := range h.readyBackends() {
-			var ps []*mcp.Prompt
-			if bounded(ctx, cand, func(ctx context.Context, tr transport.Transport) (err error) { ps, err = tr.ListPrompts(ctx); return }) != nil {
-				continue
-			}
-			for _, p := range ps {
-				if p != nil && catalogueName(cand.prefix, p.Name) == ref.Name {
-					found = &Prompt{Prompt: p, Backend: cand.name, BackendPrompt: p.Name}
-				}
-			}
-		}
-		if found == nil {
-			return nil, fmt.Errorf("completion/complete: prompt %q: %w", ref.Name, ErrUnknownTool)
-		}
-		d := DecidePrompt(&h.config().Policy, h.profileOf(profile), ref.Name)
-		if err := decided(rec, d, found.Backend, &NotAllowedError{Kind: "prompt", Name: ref.Name, Profile: profile, Rule: d.Rule}); err != nil {
-			return nil, err
-		}
-		ref.Name = found.BackendPrompt
-		b = h.named(found.Backend)
-	case "ref/resource":
-		if rec != nil {
-			rec.URI = ref.URI
-		}
-		b = h.resourceBackend(ctx, ref.URI)
-		if b == nil {
-			return nil, fmt.Errorf("completion/complete: %w: no ready backend lists the resource or template %q", ErrUnknownBackend, ref.URI)
-		}
-		d := DecideResource(&h.config().Policy, h.profileOf(profile), b.name, ref.URI)
-		if err := decided(rec, d, b.name, &NotAllowedError{Kind: "resource", Name: ref.URI, Backend: b.name, Profile: profile, Rule: d.Rule}); err != nil {
-			return nil, err
-		}
+	o := &op{method: methodComplete, profile: profile, complete: params}
+	switch params.Ref.Type {
+	case refPrompt:
+		o.name = params.Ref.Name
+	case refResource:
+		o.name = params.Ref.URI
 	default:
-		return nil, fmt.Errorf("completion/complete: %w: ref type %q (want ref/prompt or ref/resource)", ErrInvalidArguments, ref.Type)
+		return nil, fmt.Errorf("completion/complete: %w: ref type %q (want ref/prompt or ref/resource)", ErrInvalidArguments, params.Ref.Type)
 	}
-	if err := h.required(profile, OpComplete); err != nil {
+	res, err := h.run(ctx, o)
+	if err != nil {
 		return nil, err
 	}
-	err = bounded(ctx, b, func(ctx context.Context, tr transport.Transport) (err error) {
-		c, ok := tr.(transport.Completer)
-		if !ok {
-			return fmt.Errorf("completion/complete: %w", transport.ErrUnsupported)
-		}
-		res, err = c.Complete(ctx, &fwd)
-		return
-	})
-	if err != nil {
-		return nil, fmt.Errorf("completion/complete on %s: %w", b.name, err)
-	}
-	return res, nil
+	return res.(*mcp.CompleteResult), nil
 }

@@ -11,7 +11,8 @@ import (
 
 // TestPluginDeadline checks that a plugin call is bounded by the plugin's
 // timeout, else [host] call_timeout, else the caller's earlier deadline: the
-// sandbox applies it (the host sets no second deadline for plugins).
+// host sets it (one deadline per call, its only owner), the sandbox enforces
+// it.
 func TestPluginDeadline(t *testing.T) {
 	h, _ := policyHost(t, `
 [host]

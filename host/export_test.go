@@ -1,6 +1,17 @@
 package host
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/toolhost/toolhost/internal/jsonx"
+)
+
+// The JSON codec's constants, for the tests of decodeJSON and appendString
+// (jsonx's, since the codec moved there).
+const (
+	maxJSONDepth = jsonx.MaxDepth
+	hexDigits    = "0123456789abcdef"
+)
 
 // DisableValidation turns off argument and output validation, for the
 // benchmarks that measure what it costs.

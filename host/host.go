@@ -6,6 +6,32 @@
 // A backend that fails to start or dies never fails the catalogue or calls to
 // the other backends: it shows as failed in Status, with its error, and calls
 // to its tools fail with ErrBackendUnavailable.
+//
+// Every operation on a backend runs through one pipeline of ordered layers
+// (pipeline.go; docs/RATIONALE.md says why in this order). The package's
+// files, by job:
+//
+//	host.go            Host, Options, New, Close, Tools and CallTool, building server backends
+//	plugins.go         building plugin backends (the only file that imports sandbox)
+//	apply.go           run-time changes: Apply, Enable, Disable, Add, Remove
+//	backend.go         one backend: its state, conn/release for operations, faults, breakers, hooks
+//	supervisor.go      a backend's supervisor goroutine: start, restart with backoff, idle stop, list_changed; Restart
+//	health.go          health checks and CheckHealth
+//	status.go          BackendStatus and Status
+//	registry.go        the tool catalogue kept in step with the backends; lazy starts for listing
+//	resolve.go         finding a tool's backend, waiting for one that is coming
+//	pipeline.go        the op, the layers and their order
+//	layer_*.go         one layer each: audit, resolve, policy, validate, fallback, breaker, deadline, retry, transport
+//	call.go            CallTool in a view; the audit outcome of an op
+//	catalog.go         prompts and resources: their policy decisions, listing and get/read
+//	policy.go          tool decisions, profiles and View
+//	validate.go        schema compilation, argument parsing and validation messages
+//	audit.go           audit records and the audit log
+//	breaker.go         the circuit breaker and which errors count as failures
+//	asks.go            elicitation, sampling and roots for servers
+//	events.go          Subscribe and event delivery
+//	errors.go          sentinel and typed errors
+//	progress.go        WithProgress
 package host
 
 //lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
@@ -31,14 +57,15 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/internal/jsonx"
 	"github.com/toolhost/toolhost/transport"
 )
 
-// DefaultStartupTimeout bounds one backend's Connect and first tools/list in
-// New when the caller's context has no earlier deadline. It is generous
-// because `npx -y` may download its package on a first start.
-const DefaultStartupTimeout = 60 * time.Second
+// DefaultStartupTimeout is a backend's startup_timeout when its table sets
+// none: the bound on one attempt to start it (Connect and the first
+// tools/list). It is config.DefaultStartupTimeout (30s), the one source of
+// this default; kept here for embedders that read it.
+const DefaultStartupTimeout = config.DefaultStartupTimeout
 
 // ToolNamePattern is what every catalogue name matches, so names pass
 // unchanged to LLM function-calling APIs.
@@ -50,7 +77,8 @@ type Options struct {
 	// stderr and a plugin's log calls go there). Default: a null logger.
 	Logger hclog.Logger
 
-	// StartupTimeout overrides DefaultStartupTimeout.
+	// StartupTimeout, when positive, overrides every backend's
+	// startup_timeout (default DefaultStartupTimeout, 30s).
 	StartupTimeout time.Duration
 
 	// TerminateGrace is passed to stdio transports (see
@@ -169,7 +197,11 @@ type Host struct {
 	logger  hclog.Logger
 	closers []func() error // run by Close after the backends, in order
 
-	engine *sandbox.Engine // the plugins' engine, once there is one
+	engine engine // the plugins' engine, once there is one
+
+	// run is the pipeline every operation on a backend goes through, and
+	// send its lower part (see pipeline.go).
+	run, send handler
 
 	audit *auditor
 	// noValidate turns argument and output validation off (benchmarks).
@@ -230,6 +262,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	}
 	h := &Host{stop: make(chan struct{})}
 	h.cur.Store(&topology{cfg: cfg, byName: map[string]*backend{}})
+	h.buildPipeline()
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if opts != nil {
 		h.opts = *opts
@@ -522,7 +555,11 @@ func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
 // outputSchema is ErrInvalidOutput.
 //
 // The call's deadline is the backend's timeout (else [host] call_timeout,
-// default 30s), or ctx's deadline if earlier. A tool that ran and failed is a
+// default 30s), or ctx's deadline if earlier: one deadline, set by the host,
+// for the whole attempt: waiting for the backend to be ready (a lazy start,
+// a restart, a free plugin instance), the call and any retries, for servers
+// and plugins alike. A [tools.NAME] fallback is a new attempt with a
+// deadline of its own. A tool that ran and failed is a
 // result with IsError set, not an error. Errors: ErrUnknownTool,
 // ErrToolNotAllowed, ErrInvalidArguments, ErrBackendUnavailable, ErrTimeout
 // (with context.DeadlineExceeded), context.Canceled, ErrConnectionLost,
@@ -558,43 +595,10 @@ func rawArgs(args any) ([]byte, error) {
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return []byte("{}"), nil
 	}
-	if trimmed[0] != '{' || !json.Valid(trimmed) {
-		return trimmed, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidArguments, describeJSON(string(trimmed)))
+	if _, err := jsonx.Object(trimmed); err != nil {
+		return trimmed, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidArguments, jsonx.Describe(string(trimmed)))
 	}
 	return trimmed, nil
-}
-
-func describeJSON(s string) string {
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return "invalid JSON (" + err.Error() + ")"
-	}
-	switch v.(type) {
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// bounded runs f on b's transport (waiting for it as a call does) with ctx
-// bounded by the backend's call timeout.
-func bounded(ctx context.Context, b *backend, f func(context.Context, transport.Transport) error) error {
-	if b == nil {
-		return fmt.Errorf("%w: %w", ErrBackendUnavailable, ErrBackendRemoved)
-	}
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	tr, gen, err := b.conn(ctx)
-	if err != nil {
-		return err
-	}
-	return b.release(gen, f(ctx, tr))
 }
 
 func (h *Host) readyBackends() []*backend {
@@ -634,7 +638,7 @@ func (h *Host) Close() error {
 		tr := b.tr
 		b.tr = nil
 		b.mu.Unlock()
-		h.setState(b, StateClosed, nil)
+		b.setState(StateClosed, nil)
 		if tr == nil {
 			continue
 		}

@@ -7,6 +7,12 @@ import (
 	"github.com/toolhost/toolhost/transport"
 )
 
+// engine is the Wasm engine of a Host's plugins. This file (the builder of
+// plugin backends) is the only one of package host that imports sandbox:
+// the host tells faults apart by transport's sentinels, which sandbox's
+// errors wrap.
+type engine = *sandbox.Engine
+
 // buildPlugins creates one sandbox.Engine (one on-disk compilation cache) for
 // all plugins and a Transport per plugin. The engine is closed by Close after
 // every plugin.

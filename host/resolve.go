@@ -187,7 +187,7 @@ func (h *Host) awaitEager(ctx context.Context) {
 		if b.sv.Start == config.StartLazy {
 			continue
 		}
-		bctx, cancel := context.WithTimeout(ctx, h.startupTimeout(b))
+		bctx, cancel := context.WithTimeout(ctx, b.startupTimeout())
 		for {
 			b.mu.Lock()
 			state, known, wake, coming := b.state, b.known, b.wake, b.coming()

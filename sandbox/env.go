@@ -24,7 +24,7 @@ import (
 // checks only the first URL against AllowedHosts and follows redirects with
 // http.DefaultClient) cannot be overridden by a HostFunction. Instead,
 // Connect renames the module of the guest's "extism:host/env" function
-// imports to envModule (rewriteEnvImports) and supplies every function of
+// imports to envModule (wasmfile.RewriteImports) and supplies every function of
 // the SDK's env module under that name with the same signatures and wire
 // behaviour:
 //

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"io/fs"
 	"strings"
 
 	"github.com/toolhost/toolhost/transport"
@@ -38,13 +39,15 @@ var (
 	// minimum the module needs to start; during a call it means the guest
 	// ran out of memory (its instance is discarded). Raise memory in the
 	// plugin's config.
-	ErrMemoryLimit = errors.New("plugin memory limit exceeded")
+	// Wraps transport.ErrFault.
+	ErrMemoryLimit error = &classed{"plugin memory limit exceeded", transport.ErrFault}
 
 	// ErrTrap: the guest trapped (a Go panic, unreachable, an out-of-bounds
 	// access, proc_exit with a non-zero code, a kernel call with an invalid
 	// pointer). The message carries the guest's panic line when it printed
 	// one on stderr. The instance is discarded; the plugin keeps serving.
-	ErrTrap = errors.New("plugin trapped")
+	// Wraps transport.ErrFault.
+	ErrTrap error = &classed{"plugin trapped", transport.ErrFault}
 
 	// ErrInputTooLarge: the request is larger than the plugin's kernel memory
 	// can hold (half of its memory cap). The Extism go-sdk silently drops
@@ -79,7 +82,8 @@ var (
 	// deadline, so the call never started. Also wraps context.DeadlineExceeded. Not a
 	// failure of the plugin: the host does not count it against the
 	// plugin's circuit breakers. Raise instances, or the caller's deadline.
-	ErrBusy = errors.New("no plugin instance free")
+	// Wraps transport.ErrBusy.
+	ErrBusy error = &classed{"no plugin instance free", transport.ErrBusy}
 
 	// ErrHTTPLimit: one call issued more http_requests than
 	// max_http_requests (default DefaultMaxHTTPRequests), or read more
@@ -101,6 +105,40 @@ var (
 	// CallToolResult with IsError set, per the Transport contract.
 	ErrGuest = errors.New("plugin reported an error")
 )
+
+// classed is a sentinel of this package that is also one of transport's
+// fault classes, so that the host tells faults apart without importing
+// sandbox. Its text is its own.
+type classed struct {
+	msg   string
+	class error
+}
+
+func (e *classed) Error() string { return e.msg }
+func (e *classed) Unwrap() error { return e.class }
+
+// permanent joins transport.ErrPermanent (with a *transport.PermanentError
+// saying why) to a Connect error that restarting the plugin cannot cure:
+// the module file is missing (transport.ErrStart with fs.ErrNotExist), does
+// not match its sha256 pin (ErrChecksum), is not a plugin of a supported
+// ABI (ErrABI), or needs more memory than its cap to start (ErrMemoryLimit
+// with transport.ErrInitialize). Other errors are returned as they are.
+func permanent(err error) error {
+	why := ""
+	switch {
+	case errors.Is(err, transport.ErrStart) && errors.Is(err, fs.ErrNotExist):
+		why = "the module file does not exist"
+	case errors.Is(err, ErrChecksum):
+		why = "the module file does not match its sha256 pin"
+	case errors.Is(err, ErrABI):
+		why = "the module is not a plugin of a supported ABI"
+	case errors.Is(err, ErrMemoryLimit) && errors.Is(err, transport.ErrInitialize):
+		why = "its memory cap is below what the module needs to start"
+	default:
+		return err
+	}
+	return &transport.PermanentError{Reason: why, Err: err}
+}
 
 // panicLine extracts the guest's panic or fatal-error line from the tail of
 // its stderr, or "".

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -80,7 +81,7 @@ func CheckModule(path string) (config.Size, error) {
 	if err != nil {
 		return 0, err
 	}
-	mod, err := parseWasm(b)
+	mod, err := wasmfile.Parse(b)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %v: %w", path, err, ErrABI)
 	}
@@ -108,7 +109,7 @@ func Inspect(ctx context.Context, path string, opts *InspectOptions) (*Report, e
 	}
 	sum := sha256.Sum256(b)
 	r := &Report{Path: path, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)), Exports: []string{}, Imports: []Import{}, ConfigKeys: []string{}}
-	mod, err := parseWasm(b)
+	mod, err := wasmfile.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: inspect %s: %v: %w", path, err, ErrABI)
 	}
@@ -120,7 +121,7 @@ func Inspect(ctx context.Context, path string, opts *InspectOptions) (*Report, e
 	seen := map[Import]bool{}
 	for _, im := range mod.Imports {
 		imp := Import{Module: im.Module, Name: im.Name}
-		if im.Kind == kindFunc {
+		if im.Kind == wasmfile.KindFunc {
 			imp.Signature = im.Type.String()
 		}
 		// A module may import one function more than once (Go's linker

@@ -116,31 +116,33 @@ func (p *Plugin) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 		return tools, err
 	}
 	export := p.listExport()
-	var all []*mcp.Tool
-	var lc transport.ListCap
-	cursor := ""
-	for {
+	tools, err := transport.ListPaged(ctx, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
 		out, err := p.invoke(ctx, export, p.listInput(cursor))
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		res, err := decodeOutput(p, export, out, checkTools)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		if err := lc.Page("tools", len(res.Tools)); err != nil {
-			return nil, p.errorf("%s: %w", export, err)
+		if p.abi == ABIv1 {
+			return res.Tools, "", nil
 		}
-		all = append(all, res.Tools...)
-		if p.abi == ABIv1 || res.NextCursor == "" {
-			p.storeToolList(all)
-			return all, nil
-		}
-		if lc.Pages == transport.MaxListPages {
-			return nil, p.errorf("%s: %w", export, lc.Page("tools", 0))
-		}
-		cursor = res.NextCursor
+		return res.Tools, res.NextCursor, nil
+	})
+	if err != nil {
+		return nil, p.listErr(export, err)
 	}
+	p.storeToolList(tools)
+	return tools, nil
+}
+
+// listErr names the export in an error of a list over its caps.
+func (p *Plugin) listErr(export string, err error) error {
+	if errors.Is(err, transport.ErrListLimit) {
+		return p.errorf("%s: %w", export, err)
+	}
+	return err
 }
 
 // CallTool calls call_tool (v2, input {"request": params, "context": ...})
@@ -228,13 +230,10 @@ func (p *Plugin) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
 	if !p.has("list_resources") {
 		return nil, p.unsupported("list_resources", "list_resources")
 	}
-	var all []*mcp.Resource
-	var lc transport.ListCap
-	cursor := ""
-	for {
+	resources, err := transport.ListPaged(ctx, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
 		out, err := p.invoke(ctx, "list_resources", p.listInput(cursor))
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		res, err := decodeOutput(p, "list_resources", out, func(r *mcp.ListResourcesResult) error {
 			if r.Resources == nil {
@@ -243,20 +242,11 @@ func (p *Plugin) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		if err := lc.Page("resources", len(res.Resources)); err != nil {
-			return nil, p.errorf("list_resources: %w", err)
-		}
-		all = append(all, res.Resources...)
-		if res.NextCursor == "" {
-			return all, nil
-		}
-		if lc.Pages == transport.MaxListPages {
-			return nil, p.errorf("list_resources: %w", lc.Page("resources", 0))
-		}
-		cursor = res.NextCursor
-	}
+		return res.Resources, res.NextCursor, nil
+	})
+	return resources, p.listErr("list_resources", err)
 }
 
 // ReadResource calls read_resource (v2 only) with {"request": params, ...}.
@@ -283,13 +273,10 @@ func (p *Plugin) ListPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 	if !p.has("list_prompts") {
 		return nil, p.unsupported("list_prompts", "list_prompts")
 	}
-	var all []*mcp.Prompt
-	var lc transport.ListCap
-	cursor := ""
-	for {
+	prompts, err := transport.ListPaged(ctx, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 		out, err := p.invoke(ctx, "list_prompts", p.listInput(cursor))
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		res, err := decodeOutput(p, "list_prompts", out, func(r *mcp.ListPromptsResult) error {
 			if r.Prompts == nil {
@@ -298,20 +285,11 @@ func (p *Plugin) ListPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		if err := lc.Page("prompts", len(res.Prompts)); err != nil {
-			return nil, p.errorf("list_prompts: %w", err)
-		}
-		all = append(all, res.Prompts...)
-		if res.NextCursor == "" {
-			return all, nil
-		}
-		if lc.Pages == transport.MaxListPages {
-			return nil, p.errorf("list_prompts: %w", lc.Page("prompts", 0))
-		}
-		cursor = res.NextCursor
-	}
+		return res.Prompts, res.NextCursor, nil
+	})
+	return prompts, p.listErr("list_prompts", err)
 }
 
 // GetPrompt calls get_prompt (v2 only) with {"request": params, ...}. It

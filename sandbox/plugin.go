@@ -22,6 +22,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -122,9 +123,10 @@ const (
 // for the lifecycle and concurrency contract.
 //
 // Every operation is one call of a guest export on an instance from the
-// plugin's pool, under a deadline: the plugin's timeout, else
-// PluginOptions.DefaultTimeout, else config.DefaultCallTimeout, or the
-// caller's earlier deadline. The wazero runtime is built with
+// plugin's pool, under a deadline: the caller's (the host gives every call
+// one, see host.Host.CallTool) or, when ctx has none, the plugin's timeout
+// (else PluginOptions.DefaultTimeout, else config.DefaultCallTimeout) from
+// when the call gets an instance. The wazero runtime is built with
 // close-on-context-done, so a guest still running at the deadline is
 // stopped (its module closed) rather than left spinning, and the call
 // returns an error wrapping transport.ErrTimeout and
@@ -178,7 +180,7 @@ type Plugin struct {
 	idle       []*instance
 	engineHeld bool
 	abi        ABI
-	module     *wasmModule
+	module     *wasmfile.Module
 	digest     string
 	caps       *mcp.ServerCapabilities
 	// After a Connect from the tool-list cache: the module to compile at
@@ -275,7 +277,9 @@ func (p *Plugin) ABI() ABI {
 // ErrABI (and transport.ErrInitialize); a memory cap below what the module
 // needs to start ErrMemoryLimit (and ErrInitialize), saying the minimum; a
 // warm-up call that fails wraps transport.ErrInitialize and the call's own
-// sentinel.
+// sentinel. A failure that restarting cannot cure (a missing file, a pin
+// mismatch, an unsupported ABI, a memory cap too small to start) also wraps
+// transport.ErrPermanent, as a *transport.PermanentError.
 func (p *Plugin) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	p.mu.Lock()
 	switch p.state {
@@ -303,6 +307,9 @@ func (p *Plugin) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	defer stop()
 
 	res, err := p.connect(ctx)
+	if err != nil {
+		err = permanent(err)
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -348,7 +355,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	if pin := strings.ToLower(strings.TrimSpace(p.cfg.SHA256)); pin != "" && pin != digest {
 		return nil, p.errorf("%s has sha256 %s, the config pins %s: %w: %w; rebuild or re-download the plugin, or update sha256 if the new file is trusted", p.cfg.Path, digest, pin, ErrChecksum, transport.ErrStart)
 	}
-	mod, err := parseWasm(b)
+	mod, err := wasmfile.Parse(b)
 	if err != nil {
 		return nil, p.errorf("%s: %v: %w: %w", p.cfg.Path, err, ErrABI, transport.ErrInitialize)
 	}
@@ -386,7 +393,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		}
 		p.cacheKey = key
 	}
-	wasm := rewriteEnvImports(b, mod, "extism:host/env", envModule)
+	wasm := wasmfile.RewriteImports(b, mod, "extism:host/env", envModule)
 	compiled, err := p.compile(ctx, wasm, p.memPages)
 	if err != nil {
 		return nil, err
@@ -438,7 +445,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 
 // initResult sets p's capabilities from the module's exports and returns
 // the InitializeResult Connect reports.
-func (p *Plugin) initResult(abi ABI, mod *wasmModule, digest string) *mcp.InitializeResult {
+func (p *Plugin) initResult(abi ABI, mod *wasmfile.Module, digest string) *mcp.InitializeResult {
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if abi == ABIv2 {
 		if _, ok := mod.Exports["list_resources"]; ok {
@@ -522,7 +529,7 @@ func (p *Plugin) measureMemory(ctx context.Context, wasm []byte, abi ABI) (uint6
 }
 
 // detectABI chooses the ABI from the module's exports.
-func detectABI(m *wasmModule) (ABI, error) {
+func detectABI(m *wasmfile.Module) (ABI, error) {
 	has := func(n string) bool { _, ok := m.Exports[n]; return ok }
 	var abi ABI
 	var required, optional []string
@@ -545,7 +552,7 @@ func detectABI(m *wasmModule) (ABI, error) {
 		if !ok {
 			continue
 		}
-		if len(t.params) != 0 || len(t.results) > 1 || len(t.results) == 1 && t.results[0] != valI32 {
+		if len(t.Params) != 0 || len(t.Results) > 1 || len(t.Results) == 1 && t.Results[0] != wasmfile.ValI32 {
 			return "", fmt.Errorf("%w: export %q has signature %v, want () -> (i32)", ErrABI, n, t)
 		}
 	}
@@ -770,7 +777,13 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte
 	if err := p.wait(parent, parent, fn); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(parent, p.timeout)
+	// The caller's deadline, when it has one, is the call's (the host sets
+	// one per call); else the plugin timeout, from here.
+	ctx, cancel := context.WithCancel(parent)
+	if _, ok := parent.Deadline(); !ok {
+		cancel()
+		ctx, cancel = context.WithTimeout(parent, p.timeout)
+	}
 	defer cancel()
 	stop := context.AfterFunc(p.closeCtx, cancel)
 	defer stop()

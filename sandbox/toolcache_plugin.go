@@ -6,6 +6,8 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -13,7 +15,7 @@ import (
 // cache: nothing is compiled or instantiated now; wasm (the module file's
 // bytes) is kept for the first use, and, unless p.lazy, compiled and warmed
 // in the background.
-func (p *Plugin) connectCached(wasm []byte, abi ABI, mod *wasmModule, digest string, tools []byte) *mcp.InitializeResult {
+func (p *Plugin) connectCached(wasm []byte, abi ABI, mod *wasmfile.Module, digest string, tools []byte) *mcp.InitializeResult {
 	p.mu.Lock()
 	p.abi, p.module, p.digest, p.wasm, p.cachedTools = abi, mod, digest, wasm, tools
 	if !p.lazy {
@@ -100,7 +102,7 @@ func (p *Plugin) compiledPlugin(ctx context.Context) (*extism.CompiledPlugin, er
 		p.mu.Unlock()
 
 		start := time.Now()
-		c, err := p.compile(ctx, rewriteEnvImports(wasm, mod, "extism:host/env", envModule), p.memPages)
+		c, err := p.compile(ctx, wasmfile.RewriteImports(wasm, mod, "extism:host/env", envModule), p.memPages)
 		p.mu.Lock()
 		p.compiling = nil
 		close(ch)

@@ -43,7 +43,7 @@ func (s *session) listResourceTemplates(ctx context.Context) ([]*mcp.ResourceTem
 	if s.caps().Resources == nil {
 		return nil, fmt.Errorf("resources/templates/list: %w", ErrUnsupported)
 	}
-	return listPaged(ctx, "resource templates", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+	return ListPaged(ctx, "resource templates", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 		r, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err

@@ -60,8 +60,13 @@ func (c *ListCap) Page(what string, n int) error {
 	return nil
 }
 
-// listPaged follows nextCursor through list, bounded by ListCap.
-func listPaged[T any](ctx context.Context, what string, list func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+// ListPaged is the one pagination loop of toolhost (MCP 2025-11-25,
+// server/utilities/pagination): it calls list with the cursor "" and then
+// each nextCursor it returns, until one is "", and returns every page's
+// items in order. It follows at most MaxListPages pages and MaxTools items
+// in all (beyond either: an error wrapping ErrListLimit; what names the
+// items, "tools"). An error of list is returned as it is.
+func ListPaged[T any](ctx context.Context, what string, list func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
 	var all []T
 	var lc ListCap
 	cursor := ""

@@ -116,7 +116,7 @@ func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		// error for a catalogue.
 		return nil, nil
 	}
-	return listPaged(ctx, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
+	return ListPaged(ctx, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
 		r, err := s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err
@@ -133,7 +133,7 @@ func (s *session) listResources(ctx context.Context) ([]*mcp.Resource, error) {
 	if s.caps().Resources == nil {
 		return nil, fmt.Errorf("resources/list: %w", ErrUnsupported)
 	}
-	return listPaged(ctx, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
+	return ListPaged(ctx, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
 		r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err
@@ -153,7 +153,7 @@ func (s *session) listPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 	if s.caps().Prompts == nil {
 		return nil, fmt.Errorf("prompts/list: %w", ErrUnsupported)
 	}
-	return listPaged(ctx, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
+	return ListPaged(ctx, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 		r, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err

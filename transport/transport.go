@@ -126,12 +126,45 @@ var (
 	// max_output. The result is dropped, never truncated.
 	ErrOutputTooLarge = errors.New("backend result exceeds max_output")
 
+	// ErrFault: the backend faulted while serving the operation (a Wasm
+	// plugin trapped, or ran out of its memory cap) but keeps serving
+	// others. The host counts consecutive faults: health_threshold of them
+	// take the backend down for a restart.
+	ErrFault = errors.New("backend faulted")
+
+	// ErrBusy: the backend had no capacity free (every instance of a Wasm
+	// plugin stayed busy) until the operation's deadline, so the request was
+	// never started; the error also wraps context.DeadlineExceeded. Not a
+	// failure of the backend: the host does not count it against its
+	// circuit breakers. Raise the backend's capacity or the deadline.
+	ErrBusy = errors.New("backend busy")
+
+	// ErrPermanent is joined to a Connect error (with a *PermanentError,
+	// which says why) when restarting the backend cannot cure it while its
+	// files and configuration stay as they are: a missing module file, a
+	// checksum pin mismatch, an unsupported plugin ABI. The host then marks
+	// the backend failed at once instead of restarting it with backoff.
+	ErrPermanent = errors.New("backend cannot start as configured")
+
 	// ErrNotSent is joined to an error when the request certainly never
 	// reached the backend (the transport was not connected or already
 	// closed, or the HTTP connection was refused), so sending it again
 	// cannot run a tool twice. The host retries such calls.
 	ErrNotSent = errors.New("request not sent")
 )
+
+// PermanentError is a Connect error that restarting cannot cure (see
+// ErrPermanent): Reason says why in a few words for a log and
+// BackendStatus.LastError ("the module file does not match its sha256
+// pin"); Err is the error itself. errors.Is finds ErrPermanent and
+// everything Err wraps.
+type PermanentError struct {
+	Reason string
+	Err    error
+}
+
+func (e *PermanentError) Error() string   { return e.Err.Error() }
+func (e *PermanentError) Unwrap() []error { return []error{ErrPermanent, e.Err} }
 
 // ListKind names a list a server said changed (MCP 2025-11-25,
 // notifications/tools/list_changed and its resources and prompts

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/gateway"
+	"github.com/toolhost/toolhost/internal/jsonx"
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/termsafe"
 	"github.com/toolhost/toolhost/sandbox"
@@ -488,10 +488,10 @@ func readArgs(v string) ([]byte, error) {
 	default:
 		b = []byte(v)
 	}
-	if !json.Valid(b) {
+	switch t, err := jsonx.Object(b); {
+	case errors.Is(err, jsonx.ErrSyntax):
 		return nil, fmt.Errorf("--args is not valid JSON: %s", firstLine(string(b), 200))
-	}
-	if t := bytes.TrimSpace(b); t[0] != '{' {
+	case err != nil:
 		return nil, fmt.Errorf(`--args must be a JSON object, like '{"key":"value"}': got %s`, firstLine(string(t), 200))
 	}
 	return b, nil

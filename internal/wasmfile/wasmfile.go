@@ -1,4 +1,11 @@
-package sandbox
+// Package wasmfile is a minimal reader and rewriter of the WebAssembly
+// binary format (core spec 2.0, section 5 "Binary Format"): enough to list a
+// module's imports, its exported functions with their signatures and its
+// memory limits, and to rename the module of some of its function imports
+// (RewriteImports). sandbox uses it before it compiles a plugin; it is not
+// part of toolhost's public API. The module is untrusted input: every length
+// is bounds-checked, and nothing panics (FuzzParse).
+package wasmfile
 
 import (
 	"bytes"
@@ -6,32 +13,29 @@ import (
 	"fmt"
 )
 
-// This file is a minimal reader of the WebAssembly binary format (core spec
-// 2.0, section 5 "Binary Format"): enough to list a module's imports, its
-// exported functions with their signatures and its memory limits, and to
-// rename the module of its extism:host/env imports (see rewriteEnvImports).
-// The module is untrusted input: every length is bounds-checked.
-
 // Value types (core spec 5.3.1).
 const (
-	valI32 = 0x7f
-	valI64 = 0x7e
+	ValI32 = 0x7f
+	ValI64 = 0x7e
 )
 
 // External kinds (core spec 5.5.5).
 const (
-	kindFunc   = 0x00
-	kindTable  = 0x01
-	kindMemory = 0x02
-	kindGlobal = 0x03
-	kindTag    = 0x04
+	KindFunc   = 0x00
+	KindTable  = 0x01
+	KindMemory = 0x02
+	KindGlobal = 0x03
+	KindTag    = 0x04
 )
 
-type funcType struct {
-	params, results []byte
+// FuncType is a function signature: its parameter and result value types
+// (ValI32, ValI64, 0x7d f32, 0x7c f64, ...).
+type FuncType struct {
+	Params, Results []byte
 }
 
-func (t funcType) String() string {
+// String writes t as "(i32, i64) -> (i32)".
+func (t FuncType) String() string {
 	name := func(vs []byte) string {
 		var b bytes.Buffer
 		for i, v := range vs {
@@ -39,9 +43,9 @@ func (t funcType) String() string {
 				b.WriteString(", ")
 			}
 			switch v {
-			case valI32:
+			case ValI32:
 				b.WriteString("i32")
-			case valI64:
+			case ValI64:
 				b.WriteString("i64")
 			case 0x7d:
 				b.WriteString("f32")
@@ -53,21 +57,21 @@ func (t funcType) String() string {
 		}
 		return b.String()
 	}
-	return "(" + name(t.params) + ") -> (" + name(t.results) + ")"
+	return "(" + name(t.Params) + ") -> (" + name(t.Results) + ")"
 }
 
-// wasmImport is one entry of the import section.
-type wasmImport struct {
+// Import is one entry of the import section.
+type Import struct {
 	Module, Name string
 	Kind         byte
-	Type         funcType // for functions
+	Type         FuncType // for functions
 }
 
-// wasmModule is what sandbox needs to know about a module before compiling it.
-type wasmModule struct {
-	Imports []wasmImport
+// Module is what sandbox needs to know about a module before compiling it.
+type Module struct {
+	Imports []Import
 	// Exports maps exported function names to their signatures.
-	Exports map[string]funcType
+	Exports map[string]FuncType
 	// MemMin and MemMax are the limits of memory 0 in 64 KiB pages, declared
 	// or imported; HasMemMax is false when no maximum is declared.
 	MemMin, MemMax uint64
@@ -79,7 +83,9 @@ type wasmModule struct {
 	importHeader           int // offset of the section id byte
 }
 
-var errMalformed = errors.New("malformed WebAssembly module")
+// ErrMalformed: the bytes are not a WebAssembly module this reader can
+// parse (bad magic or version, a length past the end, ...).
+var ErrMalformed = errors.New("malformed WebAssembly module")
 
 type reader struct {
 	b   []byte
@@ -88,7 +94,7 @@ type reader struct {
 
 func (r *reader) byte() (byte, error) {
 	if r.off >= len(r.b) {
-		return 0, errMalformed
+		return 0, ErrMalformed
 	}
 	c := r.b[r.off]
 	r.off++
@@ -104,7 +110,7 @@ func (r *reader) uleb(maxBits uint) (uint64, error) {
 			return 0, err
 		}
 		if shift >= maxBits {
-			return 0, errMalformed
+			return 0, ErrMalformed
 		}
 		v |= uint64(c&0x7f) << shift
 		if c&0x80 == 0 {
@@ -117,14 +123,14 @@ func (r *reader) uleb(maxBits uint) (uint64, error) {
 func (r *reader) u32() (uint32, error) {
 	v, err := r.uleb(35)
 	if err != nil || v > 0xffffffff {
-		return 0, errMalformed
+		return 0, ErrMalformed
 	}
 	return uint32(v), nil
 }
 
 func (r *reader) bytes(n uint32) ([]byte, error) {
 	if uint64(r.off)+uint64(n) > uint64(len(r.b)) {
-		return nil, errMalformed
+		return nil, ErrMalformed
 	}
 	b := r.b[r.off : r.off+int(n)]
 	r.off += int(n)
@@ -148,7 +154,7 @@ func (r *reader) limits() (min, max uint64, hasMax bool, err error) {
 		return
 	}
 	if flag > 0x07 {
-		return 0, 0, false, errMalformed
+		return 0, 0, false, ErrMalformed
 	}
 	bits := uint(35)
 	if flag&0x04 != 0 {
@@ -164,17 +170,17 @@ func (r *reader) limits() (min, max uint64, hasMax bool, err error) {
 	return
 }
 
-// parseWasm reads the sections sandbox needs. It does not validate the
+// Parse reads the sections sandbox needs. It does not validate the
 // module: wazero does that when compiling.
-func parseWasm(b []byte) (*wasmModule, error) {
+func Parse(b []byte) (*Module, error) {
 	if len(b) < 8 || !bytes.Equal(b[:4], []byte("\x00asm")) {
-		return nil, fmt.Errorf("%w: not a WebAssembly binary (missing \\0asm magic)", errMalformed)
+		return nil, fmt.Errorf("%w: not a WebAssembly binary (missing \\0asm magic)", ErrMalformed)
 	}
 	if !bytes.Equal(b[4:8], []byte{1, 0, 0, 0}) {
-		return nil, fmt.Errorf("%w: unsupported binary version %x (want 1; components are not supported)", errMalformed, b[4:8])
+		return nil, fmt.Errorf("%w: unsupported binary version %x (want 1; components are not supported)", ErrMalformed, b[4:8])
 	}
-	m := &wasmModule{Exports: map[string]funcType{}}
-	var types []funcType
+	m := &Module{Exports: map[string]FuncType{}}
+	var types []FuncType
 	var funcTypeIdx []uint32 // imported functions first, then defined ones
 	type exp struct {
 		name string
@@ -194,7 +200,7 @@ func parseWasm(b []byte) (*wasmModule, error) {
 		}
 		body, err := r.bytes(size)
 		if err != nil {
-			return nil, fmt.Errorf("%w: section %d overruns the file", errMalformed, id)
+			return nil, fmt.Errorf("%w: section %d overruns the file", ErrMalformed, id)
 		}
 		s := &reader{b: body}
 		switch id {
@@ -209,10 +215,10 @@ func parseWasm(b []byte) (*wasmModule, error) {
 					return nil, err
 				}
 				if form != 0x60 {
-					return nil, fmt.Errorf("%w: unsupported type form 0x%02x", errMalformed, form)
+					return nil, fmt.Errorf("%w: unsupported type form 0x%02x", ErrMalformed, form)
 				}
-				var t funcType
-				for _, dst := range []*[]byte{&t.params, &t.results} {
+				var t FuncType
+				for _, dst := range []*[]byte{&t.Params, &t.Results} {
 					k, err := s.u32()
 					if err != nil {
 						return nil, err
@@ -232,7 +238,7 @@ func parseWasm(b []byte) (*wasmModule, error) {
 				return nil, err
 			}
 			for i := uint32(0); i < n; i++ {
-				var im wasmImport
+				var im Import
 				if im.Module, err = s.name(); err != nil {
 					return nil, err
 				}
@@ -243,24 +249,24 @@ func parseWasm(b []byte) (*wasmModule, error) {
 					return nil, err
 				}
 				switch im.Kind {
-				case kindFunc:
+				case KindFunc:
 					ti, err := s.u32()
 					if err != nil {
 						return nil, err
 					}
 					if int(ti) >= len(types) {
-						return nil, fmt.Errorf("%w: import %s.%s has unknown type %d", errMalformed, im.Module, im.Name, ti)
+						return nil, fmt.Errorf("%w: import %s.%s has unknown type %d", ErrMalformed, im.Module, im.Name, ti)
 					}
 					im.Type = types[ti]
 					funcTypeIdx = append(funcTypeIdx, ti)
-				case kindTable:
+				case KindTable:
 					if _, err := s.byte(); err != nil {
 						return nil, err
 					}
 					if _, _, _, err := s.limits(); err != nil {
 						return nil, err
 					}
-				case kindMemory:
+				case KindMemory:
 					min, max, hasMax, err := s.limits()
 					if err != nil {
 						return nil, err
@@ -268,11 +274,11 @@ func parseWasm(b []byte) (*wasmModule, error) {
 					if !m.HasMemory {
 						m.HasMemory, m.MemMin, m.MemMax, m.HasMemMax = true, min, max, hasMax
 					}
-				case kindGlobal:
+				case KindGlobal:
 					if _, err := s.bytes(2); err != nil {
 						return nil, err
 					}
-				case kindTag:
+				case KindTag:
 					if _, err := s.bytes(1); err != nil {
 						return nil, err
 					}
@@ -280,7 +286,7 @@ func parseWasm(b []byte) (*wasmModule, error) {
 						return nil, err
 					}
 				default:
-					return nil, fmt.Errorf("%w: unknown import kind 0x%02x", errMalformed, im.Kind)
+					return nil, fmt.Errorf("%w: unknown import kind 0x%02x", ErrMalformed, im.Kind)
 				}
 				m.Imports = append(m.Imports, im)
 			}
@@ -328,7 +334,7 @@ func parseWasm(b []byte) (*wasmModule, error) {
 				if err != nil {
 					return nil, err
 				}
-				if kind == kindFunc {
+				if kind == KindFunc {
 					exports = append(exports, exp{name, idx})
 				}
 			}
@@ -336,7 +342,7 @@ func parseWasm(b []byte) (*wasmModule, error) {
 	}
 	for _, e := range exports {
 		if int(e.idx) >= len(funcTypeIdx) || int(funcTypeIdx[e.idx]) >= len(types) {
-			return nil, fmt.Errorf("%w: export %q refers to an unknown function", errMalformed, e.name)
+			return nil, fmt.Errorf("%w: export %q refers to an unknown function", ErrMalformed, e.name)
 		}
 		m.Exports[e.name] = types[funcTypeIdx[e.idx]]
 	}
@@ -359,13 +365,14 @@ func appendName(b []byte, s string) []byte {
 	return append(appendULEB(b, uint64(len(s))), s...)
 }
 
-// rewriteEnvImports returns a copy of the module in which every function
-// import from module "from" is imported from module "to" instead. Everything
+// RewriteImports returns a copy of the module b (m is Parse(b)) in which
+// every function import from module "from" is imported from module "to"
+// instead. Everything
 // else is copied byte for byte. This is how sandbox substitutes its own
-// implementation of the Extism kernel imports (see env.go): the go-sdk
+// implementation of the Extism kernel imports (see sandbox/env.go): the go-sdk
 // instantiates its own "extism:host/env" module in every runtime and refuses
 // a second module of that name.
-func rewriteEnvImports(b []byte, m *wasmModule, from, to string) []byte {
+func RewriteImports(b []byte, m *Module, from, to string) []byte {
 	if m.importEnd == 0 {
 		return b
 	}
@@ -380,21 +387,21 @@ func rewriteEnvImports(b []byte, m *wasmModule, from, to string) []byte {
 		descStart := r.off
 		kind, _ := r.byte()
 		switch kind {
-		case kindFunc:
+		case KindFunc:
 			r.u32()
-		case kindTable:
+		case KindTable:
 			r.byte()
 			r.limits()
-		case kindMemory:
+		case KindMemory:
 			r.limits()
-		case kindGlobal:
+		case KindGlobal:
 			r.bytes(2)
-		case kindTag:
+		case KindTag:
 			r.byte()
 			r.u32()
 		}
 		mod := im.Module
-		if im.Kind == kindFunc && mod == from {
+		if im.Kind == KindFunc && mod == from {
 			mod = to
 		}
 		body = appendName(body, mod)

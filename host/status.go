@@ -1,0 +1,105 @@
+package host
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/config"
+)
+
+// BackendStatus is a snapshot of one backend.
+type BackendStatus struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"` // "stdio", "http", "wasm" or "custom" (Host.Add)
+	State State  `json:"state"`
+	// Tools is the number of tools the backend offers (the list of its
+	// last start; 0 before its first).
+	Tools  int       `json:"tools"`
+	Pid    int       `json:"pid,omitempty"`    // the child's process ID (stdio, while running)
+	Server string    `json:"server,omitempty"` // serverInfo name and version
+	Since  time.Time `json:"since"`            // when State was entered
+	// StartedAt is when the current connection became ready, and
+	// UptimeSeconds the time since (while ready).
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	UptimeSeconds float64   `json:"uptime_seconds,omitempty"`
+	// Restarts counts restart attempts since the Host was built (by policy
+	// and by Host.Restart).
+	Restarts int `json:"restarts"`
+	// NextRestart is when the next attempt is due (StateRestarting).
+	NextRestart time.Time `json:"next_restart,omitzero"`
+	// Health is HealthOK, HealthFailing, HealthUnknown or HealthOff;
+	// HealthFailures the consecutive failed checks and HealthError the
+	// last failure.
+	Health         string `json:"health"`
+	HealthFailures int    `json:"health_failures,omitempty"`
+	HealthError    string `json:"health_error,omitempty"`
+	// Circuit is the state of the backend's circuit breaker ("closed",
+	// "open", "half-open"); OpenTools the catalogue names of its tools
+	// whose own breaker is not closed.
+	Circuit   string   `json:"circuit"`
+	OpenTools []string `json:"open_tools,omitempty"`
+	// StdoutSkipped counts the lines of a stdio server's stdout that were
+	// skipped on its current connection: lines that are not JSON (a
+	// banner; see strict_stdout) and responses over max_output.
+	StdoutSkipped int    `json:"stdout_skipped,omitempty"`
+	LastError     string `json:"last_error,omitempty"`
+	// Err is the last error itself, for errors.Is (transport.ErrStart,
+	// transport.ErrInitialize, ErrUnhealthy, ...).
+	Err error `json:"-"`
+}
+
+// Status returns a snapshot of every backend, sorted by name.
+func (h *Host) Status() []BackendStatus {
+	out := make([]BackendStatus, 0, len(h.all()))
+	now := time.Now()
+	for _, b := range h.all() {
+		b.mu.Lock()
+		st := BackendStatus{Name: b.name, Kind: b.kind, State: b.state, Since: b.since, Tools: len(b.tools),
+			Restarts: b.restarts, Health: HealthUnknown, Circuit: CircuitClosed}
+		if b.lastErr != nil {
+			st.Err, st.LastError = b.lastErr, b.lastErr.Error()
+		}
+		if b.init != nil && b.init.ServerInfo != nil {
+			st.Server = strings.TrimSpace(b.init.ServerInfo.Name + " " + b.init.ServerInfo.Version)
+		}
+		switch b.state {
+		case StateReady:
+			st.StartedAt = b.started
+			st.UptimeSeconds = now.Sub(b.started).Round(time.Millisecond).Seconds()
+			switch {
+			case b.healthFails > 0:
+				st.Health, st.HealthFailures = HealthFailing, b.healthFails
+			case !b.healthAt.IsZero() && b.healthAt.After(b.started):
+				st.Health = HealthOK
+			}
+		case StateRestarting:
+			st.NextRestart = b.next
+		}
+		if b.healthErr != nil {
+			st.HealthError = b.healthErr.Error()
+		}
+		if b.sv.HealthCheck == config.HealthNone {
+			st.Health = HealthOff
+		}
+		if b.br != nil {
+			st.Circuit = b.br.state()
+		}
+		for name, tb := range b.toolBr {
+			if tb.state() != CircuitClosed {
+				st.OpenTools = append(st.OpenTools, name)
+			}
+		}
+		tr := b.tr
+		b.mu.Unlock()
+		sort.Strings(st.OpenTools)
+		if p, ok := tr.(interface{ Pid() int }); ok {
+			st.Pid = p.Pid()
+		}
+		if p, ok := tr.(interface{ SkippedLines() int }); ok {
+			st.StdoutSkipped = p.SkippedLines()
+		}
+		out = append(out, st)
+	}
+	return out
+}
