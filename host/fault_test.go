@@ -416,8 +416,19 @@ func TestFaultExitDuringInitialize(t *testing.T) {
 	once := filepath.Join(t.TempDir(), "started")
 	fh := newFaultHost(t, fmt.Sprintf(`, "-mode", "exit-init", "-once", %q`, once), "")
 	stop := fh.bystanders()
-	// The first start failed; the restart (a new process, without the
-	// fault) is up by the time the call's wait is over.
+	// The first start failed; a call now would get that error at once (a
+	// backend restarting after a known error is not waited for: see
+	// coming), so wait for the restart (a new process, without the fault)
+	// to be ready: on a busy machine its backoff and start can outlast
+	// host.New.
+	deadline := time.After(60 * time.Second)
+	for statusOf(fh.Host, "victim").State != host.StateReady {
+		select {
+		case <-fh.events:
+		case <-deadline:
+			t.Fatalf("victim not ready after its restart: %+v", statusOf(fh.Host, "victim"))
+		}
+	}
 	if err := fh.echo(context.Background(), "victim__echo"); err != nil {
 		t.Fatalf("call after a failed first start: %v", err)
 	}
