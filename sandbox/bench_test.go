@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -14,57 +15,85 @@ import (
 
 // Run side by side:
 //
-//	go test -run '^$' -bench . -benchtime 2s -count 6 ./sandbox/ | tee /tmp/bench.txt
+//	go test -run '^$' -bench 'BenchmarkCall$' -benchmem -count 6 ./sandbox/ | tee /tmp/bench.txt
+//	benchstat -col /impl -row .name,/kind /tmp/bench.txt
 //
-// BenchmarkCall/impl=sandbox is a warm echo call through (*Plugin).CallTool with
-// its deadline enforced; BenchmarkCall/impl=stock is the floor: a bare extism
-// CallWithContext of the same export with the same input on a plugin built
-// with close-on-context-done, under a per-call deadline.
-
+// BenchmarkCall/kind=K/impl=I calls tool "echo" of a fixture plugin (kind=raw:
+// testdata/plugins/echo, raw ABI, no pdk; kind=pdk: testdata/plugins/pdkecho,
+// written with the pdk) warm, with a per-call deadline enforced by
+// close-on-context-done:
+//
+//   - impl=sandbox: through (*Plugin).CallTool (input encoded, output
+//     decoded into an mcp.CallToolResult);
+//   - impl=stock: a bare Extism go-sdk CallWithContext of call_tool with the
+//     same input, on a plugin built with close-on-context-done;
+//   - impl=wazero: the floor, one cached api.Function call of call_tool in a
+//     plain wazero runtime next to the smallest Go kernel (rawWazero), with
+//     the output decoded into an mcp.CallToolResult as the sandbox does.
 func BenchmarkCall(b *testing.B) {
 	e := newTestEngine(b)
-	path := fixture(b, "echo")
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
-
-	b.Run("impl=sandbox", func(b *testing.B) {
-		p := connect(b, e, "echo", config.Plugin{Instances: 1}, nil)
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			res, err := p.CallTool(ctx, params)
-			if err != nil || resultText(res) != "hello" {
-				b.Fatal(err, resultText(res))
+	input := []byte(`{"request":{"name":"echo","arguments":{"text":"hello"}},"context":{"id":1}}`)
+	for _, k := range []struct{ kind, fixture string }{{"raw", "echo"}, {"pdk", "pdkecho"}} {
+		path := fixture(b, k.fixture)
+		b.Run("kind="+k.kind+"/impl=sandbox", func(b *testing.B) {
+			p := connect(b, e, k.fixture, config.Plugin{Instances: 1}, nil)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := p.CallTool(ctx, params)
+				if err != nil || resultText(res) != "hello" {
+					b.Fatal(err, resultText(res))
+				}
 			}
-		}
-	})
+		})
 
-	b.Run("impl=stock", func(b *testing.B) {
-		ctx := context.Background()
-		rc := wazero.NewRuntimeConfig().WithCompilationCache(e.cache).WithCloseOnContextDone(true)
-		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmFile{Path: path}}},
-			extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cp.Close(ctx)
-		inst, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer inst.Close(ctx)
-		input := []byte(`{"request":{"name":"echo","arguments":{"text":"hello"}},"context":{"id":1}}`)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			cctx, cancel := context.WithTimeout(ctx, config.DefaultCallTimeout)
-			rc, out, err := inst.CallWithContext(cctx, "call_tool", input)
-			cancel()
-			if err != nil || rc != 0 || len(out) == 0 {
-				b.Fatal(err, rc)
+		b.Run("kind="+k.kind+"/impl=stock", func(b *testing.B) {
+			ctx := context.Background()
+			rc := wazero.NewRuntimeConfig().WithCompilationCache(e.cache).WithCloseOnContextDone(true)
+			cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmFile{Path: path}}},
+				extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
+			if err != nil {
+				b.Fatal(err)
 			}
-		}
-	})
+			defer cp.Close(ctx)
+			inst, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer inst.Close(ctx)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				cctx, cancel := context.WithTimeout(ctx, config.DefaultCallTimeout)
+				rc, out, err := inst.CallWithContext(cctx, "call_tool", input)
+				cancel()
+				if err != nil || rc != 0 || len(out) == 0 {
+					b.Fatal(err, rc)
+				}
+			}
+		})
+
+		b.Run("kind="+k.kind+"/impl=wazero", func(b *testing.B) {
+			r := newRawWazero(b, e.cache, path)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				cctx, cancel := context.WithTimeout(ctx, config.DefaultCallTimeout)
+				rc, out, err := r.call(cctx, "call_tool", input)
+				cancel()
+				if err != nil || rc != 0 {
+					b.Fatal(err, rc)
+				}
+				var res mcp.CallToolResult
+				if err := json.Unmarshal(out, &res); err != nil || resultText(&res) != "hello" {
+					b.Fatal(err, string(out))
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkThroughput runs echo calls from 2 goroutines on a pool of 1 and
