@@ -113,11 +113,11 @@ func (p *Plugin) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	var lc transport.ListCap
 	cursor := ""
 	for {
-		out, err := p.invoke(ctx, export, p.listInput(cursor))
-		if err != nil {
-			return nil, err
-		}
-		res, err := decodeOutput(p, export, out, checkTools)
+		var res *mcp.ListToolsResult
+		err := p.invoke(ctx, export, p.listInput(cursor), func(out []byte) (err error) {
+			res, err = decodeOutput(p, export, out, checkTools)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +169,13 @@ func (p *Plugin) CallToolSized(ctx context.Context, params *mcp.CallToolParams) 
 			return nil, 0, p.errorf("call_tool: arguments cannot be encoded as JSON")
 		}
 	}
-	out, err := p.invoke(ctx, export, input)
+	var res *mcp.CallToolResult
+	var size int
+	err := p.invoke(ctx, export, input, func(out []byte) (err error) {
+		res, err = decodeCallToolResult(p, export, out)
+		size = len(out)
+		return err
+	})
 	if err != nil {
 		var ge *guestError
 		if errors.As(err, &ge) {
@@ -182,7 +188,16 @@ func (p *Plugin) CallToolSized(ctx context.Context, params *mcp.CallToolParams) 
 		}
 		return nil, 0, err
 	}
-	res, err := decodeOutput(p, export, out, func(r *mcp.CallToolResult) error {
+	return res, size, nil
+}
+
+// decodeCallToolResult decodes a call_tool/call output: text-only results
+// without the go-sdk's decoder (fastCallToolResult), anything else with it.
+func decodeCallToolResult(p *Plugin, export string, out []byte) (*mcp.CallToolResult, error) {
+	if r, ok := fastCallToolResult(bytes.TrimSpace(out)); ok {
+		return r, nil
+	}
+	return decodeOutput(p, export, out, func(r *mcp.CallToolResult) error {
 		if r.Content == nil && r.StructuredContent == nil {
 			return errors.New(`result has neither "content" nor "structuredContent"`)
 		}
@@ -191,10 +206,6 @@ func (p *Plugin) CallToolSized(ctx context.Context, params *mcp.CallToolParams) 
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return res, len(out), nil
 }
 
 func (p *Plugin) has(export string) bool {
@@ -224,15 +235,15 @@ func (p *Plugin) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
 	var lc transport.ListCap
 	cursor := ""
 	for {
-		out, err := p.invoke(ctx, "list_resources", p.listInput(cursor))
-		if err != nil {
-			return nil, err
-		}
-		res, err := decodeOutput(p, "list_resources", out, func(r *mcp.ListResourcesResult) error {
-			if r.Resources == nil {
-				return errors.New(`result has no "resources" array`)
-			}
-			return nil
+		var res *mcp.ListResourcesResult
+		err := p.invoke(ctx, "list_resources", p.listInput(cursor), func(out []byte) (err error) {
+			res, err = decodeOutput(p, "list_resources", out, func(r *mcp.ListResourcesResult) error {
+				if r.Resources == nil {
+					return errors.New(`result has no "resources" array`)
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -257,16 +268,20 @@ func (p *Plugin) ReadResource(ctx context.Context, params *mcp.ReadResourceParam
 	if !p.has("read_resource") {
 		return nil, p.unsupported("read_resource", "read_resource")
 	}
-	out, err := p.invoke(ctx, "read_resource", p.v2(params, params.Meta))
+	var res *mcp.ReadResourceResult
+	err := p.invoke(ctx, "read_resource", p.v2(params, params.Meta), func(out []byte) (err error) {
+		res, err = decodeOutput(p, "read_resource", out, func(r *mcp.ReadResourceResult) error {
+			if r.Contents == nil {
+				return errors.New(`result has no "contents" array`)
+			}
+			return nil
+		})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return decodeOutput(p, "read_resource", out, func(r *mcp.ReadResourceResult) error {
-		if r.Contents == nil {
-			return errors.New(`result has no "contents" array`)
-		}
-		return nil
-	})
+	return res, nil
 }
 
 // ListPrompts calls list_prompts (v2 only), following nextCursor. It
@@ -279,15 +294,15 @@ func (p *Plugin) ListPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 	var lc transport.ListCap
 	cursor := ""
 	for {
-		out, err := p.invoke(ctx, "list_prompts", p.listInput(cursor))
-		if err != nil {
-			return nil, err
-		}
-		res, err := decodeOutput(p, "list_prompts", out, func(r *mcp.ListPromptsResult) error {
-			if r.Prompts == nil {
-				return errors.New(`result has no "prompts" array`)
-			}
-			return nil
+		var res *mcp.ListPromptsResult
+		err := p.invoke(ctx, "list_prompts", p.listInput(cursor), func(out []byte) (err error) {
+			res, err = decodeOutput(p, "list_prompts", out, func(r *mcp.ListPromptsResult) error {
+				if r.Prompts == nil {
+					return errors.New(`result has no "prompts" array`)
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -312,16 +327,20 @@ func (p *Plugin) GetPrompt(ctx context.Context, params *mcp.GetPromptParams) (*m
 	if !p.has("get_prompt") {
 		return nil, p.unsupported("get_prompt", "get_prompt")
 	}
-	out, err := p.invoke(ctx, "get_prompt", p.v2(params, params.Meta))
+	var res *mcp.GetPromptResult
+	err := p.invoke(ctx, "get_prompt", p.v2(params, params.Meta), func(out []byte) (err error) {
+		res, err = decodeOutput(p, "get_prompt", out, func(r *mcp.GetPromptResult) error {
+			if r.Messages == nil {
+				return errors.New(`result has no "messages" array`)
+			}
+			return nil
+		})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return decodeOutput(p, "get_prompt", out, func(r *mcp.GetPromptResult) error {
-		if r.Messages == nil {
-			return errors.New(`result has no "messages" array`)
-		}
-		return nil
-	})
+	return res, nil
 }
 
 // peakMemory is a wazero linear memory that records its largest size.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	crand "crypto/rand"
 	"encoding/binary"
 	"os"
 	"testing"
@@ -76,7 +77,8 @@ func newRawWazero(tb testing.TB, cache wazero.CompilationCache, path string) *ra
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.mod, err = r.rt.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions())
+	r.mod, err = r.rt.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions().
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(crand.Reader))
 	if err != nil {
 		tb.Fatal(err)
 	}
