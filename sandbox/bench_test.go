@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -157,4 +158,33 @@ func BenchmarkConnect(b *testing.B) {
 			ready(b, dir)
 		}
 	})
+}
+
+// BenchmarkGuest runs pdk operations inside a guest
+// (testdata/plugins/pdkbench) and reports the guest's own time per
+// operation (guest-ns/op, from the guest's monotonic clock; ns/op is the
+// whole call of 100 operations). Run:
+//
+//	go test -run '^$' -bench 'BenchmarkGuest' -count 6 ./sandbox/
+func BenchmarkGuest(b *testing.B) {
+	e := newTestEngine(b)
+	p := connect(b, e, "pdkbench", config.Plugin{Instances: 1}, nil)
+	for _, op := range []string{"none", "bind", "unmarshal", "text"} {
+		b.Run("op="+op, func(b *testing.B) {
+			params := &mcp.CallToolParams{Name: "bench", Arguments: map[string]any{"op": op, "n": 100, "text": "hello"}}
+			var total float64
+			for b.Loop() {
+				res, err := p.CallTool(context.Background(), params)
+				if err != nil || res.IsError {
+					b.Fatal(err, resultText(res))
+				}
+				ns, err := strconv.ParseFloat(resultText(res), 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += ns
+			}
+			b.ReportMetric(total/float64(b.N), "guest-ns/op")
+		})
+	}
 }
