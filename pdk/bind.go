@@ -307,6 +307,7 @@ func (s *argScanner) stringValue() (string, bool) {
 // decodeString decodes a string token with escapes or non-ASCII bytes with
 // encoding/json (invalid UTF-8 becomes U+FFFD there, as in a full decode).
 // It is apart from stringValue so that the plain path does not allocate v.
+//
 //go:noinline
 func decodeString(tok []byte) (string, bool) {
 	var v string
