@@ -14,6 +14,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -25,8 +26,8 @@ import (
 // http.DefaultClient) cannot be overridden by a HostFunction. Instead,
 // Connect renames the module of the guest's "extism:host/env" function
 // imports to envModule (rewriteEnvImports) and supplies every function of
-// the SDK's env module under that name with the same signatures and wire
-// behaviour:
+// the SDK's env module under that name (hostModule, a wazero host module in
+// the plugin's runtime) with the same signatures and wire behaviour:
 //
 //   - the kernel itself (alloc, free, length, input_*, output_*, error_*,
 //     load_*/store_*, reset, memory_bytes) is the instance's Go kernel
@@ -49,8 +50,8 @@ const (
 )
 
 // callCtx is the context of one guest call: the call's deadline context
-// with the instance (instKey) and the go-sdk plugin the go-sdk's host
-// function wrapper looks up (extism.PluginCtxKey("plugin")), in one value.
+// with the instance (instKey) and the go-sdk plugin (extism.PluginCtxKey
+// "plugin", for go-sdk code that looks it up), in one value.
 type callCtx struct {
 	context.Context
 	in *instance
@@ -338,18 +339,17 @@ func logFn(name string, level hclog.Level) hostFn {
 	}}
 }
 
-// hostFunctions returns envFuncs as go-sdk host functions in envModule.
-func hostFunctions() []extism.HostFunction {
-	out := make([]extism.HostFunction, 0, len(envFuncs))
+// hostModule returns the builder of envModule, the kernel's functions as
+// wazero host functions of rt.
+func hostModule(rt wazero.Runtime) wazero.HostModuleBuilder {
+	b := rt.NewHostModuleBuilder(envModule)
 	for _, f := range envFuncs {
 		fn := f.fn
-		h := extism.NewHostFunctionWithStack(f.name, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+		b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, stack []uint64) {
 			fn(ctx, instFrom(ctx), stack)
-		}, f.params, f.results)
-		h.SetNamespace(envModule)
-		out = append(out, h)
+		}), f.params, f.results).Export(f.name)
 	}
-	return out
+	return b
 }
 
 // httpRequest implements http_request(request JSON block, body block) ->

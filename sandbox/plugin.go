@@ -447,9 +447,19 @@ func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*extis
 			MaxVarBytes:          maxVarBytes,
 		},
 	}
-	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions())
+	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
 	if err != nil {
 		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1 and extism:host/env): %w: %w", p.cfg.Path, err, ErrABI, transport.ErrInitialize)
+	}
+	// The kernel host module goes into the plugin's own runtime, before any
+	// instance imports it (instantiation resolves the imports).
+	rt, err := unexported[wazero.Runtime](reflect.ValueOf(compiled).Elem(), "runtime")
+	if err == nil {
+		_, err = hostModule(rt).Instantiate(ctx)
+	}
+	if err != nil {
+		_ = compiled.Close(bgCtx)
+		return nil, p.errorf("building the kernel host module: %v: %w", err, transport.ErrInitialize)
 	}
 	return compiled, nil
 }
@@ -598,21 +608,32 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	return in, nil
 }
 
-// guestModule returns the go-sdk plugin's main module instance. The go-sdk
-// (v1.7.1, pinned in go.mod) keeps it in an unexported field and offers no
-// accessor; calling its exports directly is what makes a call one Go→Wasm
-// entry (see docs/RATIONALE.md). A go-sdk without the field fails every
-// Connect with this error, and TestGuestModule.
+// guestModule returns the go-sdk plugin's main module instance.
 func guestModule(ext *extism.Plugin) (api.Module, error) {
-	v := reflect.ValueOf(ext).Elem().FieldByName("mainModule")
-	if !v.IsValid() || v.Type() != reflect.TypeFor[api.Module]() {
-		return nil, fmt.Errorf("sandbox: the Extism go-sdk has no mainModule field of type api.Module (go-sdk version changed?): %w", transport.ErrInitialize)
+	m, err := unexported[api.Module](reflect.ValueOf(ext).Elem(), "mainModule")
+	if err == nil && m == nil {
+		err = errors.New("the go-sdk plugin has no main module")
 	}
-	m, _ := reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem().Interface().(api.Module)
-	if m == nil {
-		return nil, fmt.Errorf("sandbox: the Extism go-sdk plugin has no main module: %w", transport.ErrInitialize)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %v: %w", err, transport.ErrInitialize)
 	}
 	return m, nil
+}
+
+// unexported reads field name of the go-sdk struct v. The go-sdk (v1.7.1,
+// pinned in go.mod) keeps the wazero runtime of a CompiledPlugin and the
+// guest module of a Plugin in unexported fields and offers no accessor;
+// reaching them is what lets a call be one Go→Wasm entry into the guest's
+// export with a kernel in Go (see docs/RATIONALE.md). A go-sdk without the
+// fields fails every Connect with this error (and TestGuestModule).
+func unexported[T any](v reflect.Value, name string) (T, error) {
+	var zero T
+	f := v.FieldByName(name)
+	if !f.IsValid() || f.Type() != reflect.TypeFor[T]() {
+		return zero, fmt.Errorf("the Extism go-sdk has no field %s of type %v (go-sdk version changed?)", name, reflect.TypeFor[T]())
+	}
+	t, _ := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(T)
+	return t, nil
 }
 
 // initialize runs the guest runtime's initialisation once, as the go-sdk
