@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,27 +100,34 @@ func BenchmarkCall(b *testing.B) {
 	}
 }
 
-// BenchmarkThroughput runs echo calls from 2 goroutines on a pool of 1 and
-// of 2 instances.
+// BenchmarkThroughput runs echo calls from 2×GOMAXPROCS goroutines on a pool of 1 and
+// of 2 instances, for the raw-ABI (kind=raw) and the pdk (kind=pdk) echo:
+// on 2 free cores, instances=2 should take about half the time per call.
 func BenchmarkThroughput(b *testing.B) {
 	e := newTestEngine(b)
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
-	for _, n := range []int{1, 2} {
-		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
-			p := connect(b, e, "echo", config.Plugin{Name: fmt.Sprintf("echo%d", n), Instances: n}, nil)
-			// Create the second instance before timing.
-			p.CallTool(context.Background(), params)
-			b.SetParallelism(2)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := p.CallTool(context.Background(), params); err != nil {
-						b.Error(err)
-						return
-					}
+	for _, k := range []struct{ kind, fixture string }{{"raw", "echo"}, {"pdk", "pdkecho"}} {
+		for _, n := range []int{1, 2} {
+			b.Run(fmt.Sprintf("kind=%s/instances=%d", k.kind, n), func(b *testing.B) {
+				p := connect(b, e, k.fixture, config.Plugin{Name: fmt.Sprintf("%s%d", k.fixture, n), Instances: n}, nil)
+				// Create the second instance before timing.
+				var wg sync.WaitGroup
+				for range n {
+					wg.Go(func() { p.CallTool(context.Background(), params) })
 				}
+				wg.Wait()
+				b.SetParallelism(2)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := p.CallTool(context.Background(), params); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
