@@ -39,10 +39,11 @@ type kernel struct {
 	errPtr          uint64
 }
 
-type kblock struct {
-	off, n uint64
-	free   bool
-}
+// kblock is a block: offset and size (the memory is at most 4 GiB), n ==
+// freed once freed.
+type kblock struct{ off, n uint32 }
+
+const freed = ^uint32(0)
 
 // linearBuffer is a growable memory (experimental.LinearMemory's shape).
 type linearBuffer interface {
@@ -55,11 +56,15 @@ const (
 	kernelBase = 8
 	// kernelMinSize is the initial kernel memory: 64 KiB.
 	kernelMinSize = 64 << 10
-	// maxBlocks bounds the live blocks of one call.
-	maxBlocks = 1 << 20
+	// maxBlocks bounds the blocks of one call (their table costs 8 bytes
+	// each: at most 2 MiB per instance).
+	maxBlocks = 1 << 18
 )
 
+// newKernel returns a kernel whose memory is capped at max bytes (at most
+// 4 GiB).
 func newKernel(max uint64) *kernel {
+	max = min(max, 1<<32)
 	k := &kernel{max: max, top: kernelBase}
 	k.buf = newLinearBuffer(max)
 	k.mem = k.buf.Reallocate(min(kernelMinSize, max))
@@ -100,7 +105,7 @@ func (k *kernel) alloc(n uint64) uint64 {
 		return 0
 	}
 	k.top = end
-	k.blocks = append(k.blocks, kblock{off: off, n: n})
+	k.blocks = append(k.blocks, kblock{off: uint32(off), n: uint32(n)})
 	return off
 }
 
@@ -120,8 +125,11 @@ func (k *kernel) grow(need uint64) bool {
 
 // find returns the index of the live block at off, or -1.
 func (k *kernel) find(off uint64) int {
-	i := sort.Search(len(k.blocks), func(i int) bool { return k.blocks[i].off >= off })
-	if i < len(k.blocks) && k.blocks[i].off == off && !k.blocks[i].free {
+	if off > 1<<32 {
+		return -1
+	}
+	i := sort.Search(len(k.blocks), func(i int) bool { return uint64(k.blocks[i].off) >= off })
+	if i < len(k.blocks) && uint64(k.blocks[i].off) == off && k.blocks[i].n != freed {
 		return i
 	}
 	return -1
@@ -130,7 +138,7 @@ func (k *kernel) find(off uint64) int {
 // length is the size of the live block at off, 0 if there is none.
 func (k *kernel) length(off uint64) uint64 {
 	if i := k.find(off); i >= 0 {
-		return k.blocks[i].n
+		return uint64(k.blocks[i].n)
 	}
 	return 0
 }
@@ -140,9 +148,9 @@ func (k *kernel) free(off uint64) {
 	if i < 0 {
 		return
 	}
-	k.blocks[i].free = true
-	for n := len(k.blocks); n > 0 && k.blocks[n-1].free; n-- {
-		k.top = k.blocks[n-1].off
+	k.blocks[i].n = freed
+	for n := len(k.blocks); n > 0 && k.blocks[n-1].n == freed; n-- {
+		k.top = uint64(k.blocks[n-1].off)
 		k.blocks = k.blocks[:n-1]
 	}
 }

@@ -60,6 +60,17 @@ func TestKernel(t *testing.T) {
 	if k.top != kernelBase || k.length(c) != 0 || k.length(big) != 0 {
 		t.Fatal("reset must free every block")
 	}
+
+	k = newKernel(4 << 20) // room for maxBlocks empty blocks
+	defer k.release()
+	for i := range maxBlocks {
+		if k.alloc(0) == 0 {
+			t.Fatalf("alloc %d failed", i)
+		}
+	}
+	if k.alloc(0) != 0 {
+		t.Fatalf("alloc number %d must fail", maxBlocks+1)
+	}
 }
 
 // TestGuestModule checks that the go-sdk still keeps the guest module where
