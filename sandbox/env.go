@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -189,8 +190,8 @@ var envFuncs = []hostFn{
 	// error message is cut to MaxErrorText (call_tool/call: counted
 	// against max_output, as it becomes the error result).
 	{"output_set", []api.ValueType{i64, i64}, nil, func(_ context.Context, in *instance, stack []uint64) {
-		if int64(stack[1]) > in.p.maxOutput || int64(stack[1]) < 0 {
-			in.tooBig = int64(stack[1])
+		if stack[1] > uint64(in.p.maxOutput) {
+			in.tooBig = int64(min(stack[1], math.MaxInt64))
 			return
 		}
 		if _, ok := in.k.bytes(stack[0], stack[1]); !ok {

@@ -745,6 +745,9 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 		return nil, p.errorf("%s: request of %d bytes does not fit in the Extism kernel memory (cap %s): %w", fn, len(input), pagesSize(uint64(p.memPages)), ErrMemoryLimit)
 	} else {
 		rc, err = in.enter(ctx, fn, nil)
+		// A guest that exited (proc_exit) closed its module: even a
+		// successful call leaves the instance unusable.
+		in.broken = in.broken || in.mod.IsClosed()
 	}
 	in.callCtx = nil
 	if in.tooBig > 0 && ctx.Err() == nil && in.fault == nil {
