@@ -207,14 +207,18 @@ func bindFast(args []byte, v any) (ok bool) {
 			*(*string)(p) = st.s
 		case reflect.Bool:
 			*(*bool)(p) = st.n != 0
-		case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64:
-			*(*uint64)(p) = st.n
-		case reflect.Int32, reflect.Uint32:
-			*(*uint32)(p) = uint32(st.n)
-		case reflect.Int16, reflect.Uint16:
-			*(*uint16)(p) = uint16(st.n)
-		case reflect.Int8, reflect.Uint8:
-			*(*uint8)(p) = uint8(st.n)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			switch st.f.bits { // int and uint: 32 or 64 bits by platform
+			case 64:
+				*(*uint64)(p) = st.n
+			case 32:
+				*(*uint32)(p) = uint32(st.n)
+			case 16:
+				*(*uint16)(p) = uint16(st.n)
+			case 8:
+				*(*uint8)(p) = uint8(st.n)
+			}
 		case reflect.Float64:
 			*(*float64)(p) = math.Float64frombits(st.n)
 		case reflect.Float32:
