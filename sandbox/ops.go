@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,59 @@ func (p *Plugin) v2(request any, meta mcp.Meta) []byte {
 		return nil
 	}
 	return b
+}
+
+// callToolInput is p.v2(params, params.Meta) for call_tool, written
+// without reflection in the common case (no _meta, inputResponses or
+// requestState; a name of printable ASCII that needs no escape; arguments
+// nil, a json.RawMessage or a map): the same JSON value, as the guest
+// decodes it (TestCallToolInput).
+func (p *Plugin) callToolInput(params *mcp.CallToolParams) []byte {
+	if len(params.Meta) > 0 || len(params.InputResponses) > 0 || params.RequestState != "" || !plainName(params.Name) {
+		return p.v2(params, params.Meta)
+	}
+	var args []byte
+	switch a := params.Arguments.(type) {
+	case nil:
+	case json.RawMessage:
+		var buf bytes.Buffer
+		buf.Grow(len(a))
+		if json.Compact(&buf, a) != nil {
+			return p.v2(params, params.Meta) // json.Marshal reports it
+		}
+		args = buf.Bytes()
+	case map[string]any:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil
+		}
+		args = b
+	default:
+		return p.v2(params, params.Meta)
+	}
+	b := make([]byte, 0, len(args)+len(params.Name)+64)
+	b = append(b, `{"request":{"name":"`...)
+	b = append(b, params.Name...)
+	b = append(b, '"')
+	if args != nil {
+		b = append(b, `,"arguments":`...)
+		b = append(b, args...)
+	}
+	b = append(b, `},"context":{"id":`...)
+	b = strconv.AppendUint(b, p.callID.Add(1), 10)
+	return append(b, "}}"...)
+}
+
+// plainName reports whether s is printable ASCII that JSON encoding leaves
+// as it is.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *Plugin) listInput(cursor string) []byte {
@@ -164,7 +218,7 @@ func (p *Plugin) CallToolSized(ctx context.Context, params *mcp.CallToolParams) 
 		input = b
 	} else {
 		export = "call_tool"
-		input = p.v2(params, params.Meta)
+		input = p.callToolInput(params)
 		if input == nil {
 			return nil, 0, p.errorf("call_tool: arguments cannot be encoded as JSON")
 		}

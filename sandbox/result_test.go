@@ -63,3 +63,35 @@ func checkFastResult(t *testing.T, b []byte) bool {
 	}
 	return true
 }
+
+// TestCallToolInput checks that callToolInput writes the same JSON value as
+// the general encoding (p.v2), context id aside.
+func TestCallToolInput(t *testing.T) {
+	p := &Plugin{}
+	decode := func(b []byte) map[string]any {
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		delete(v["context"].(map[string]any), "id")
+		return v
+	}
+	for _, params := range []*mcp.CallToolParams{
+		{Name: "echo", Arguments: map[string]any{"text": "hello <&> \u2028", "n": 1.5, "l": []any{1, "x"}}},
+		{Name: "echo", Arguments: json.RawMessage(` { "text" : "a<b" , "o": {"k": [1, 2]} } `)},
+		{Name: "echo"},
+		{Name: "e<cho", Arguments: map[string]any{}},
+		{Name: "é", Arguments: json.RawMessage(`{}`)},
+		{Name: "echo", Arguments: map[string]any{"x": 1}, Meta: mcp.Meta{"progressToken": "t"}},
+		{Name: "echo", Arguments: struct{ A int }{1}},
+		{Name: "echo", RequestState: "s"},
+	} {
+		fast, slow := p.callToolInput(params), p.v2(params, params.Meta)
+		if !reflect.DeepEqual(decode(fast), decode(slow)) {
+			t.Errorf("%+v:\n fast %s\n slow %s", params, fast, slow)
+		}
+	}
+	if p.callToolInput(&mcp.CallToolParams{Name: "x", Arguments: json.RawMessage(`{`)}) != nil {
+		t.Error("invalid raw arguments must fail")
+	}
+}
