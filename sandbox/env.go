@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -25,14 +27,13 @@ import (
 // http.DefaultClient) cannot be overridden by a HostFunction. Instead,
 // Connect renames the module of the guest's "extism:host/env" function
 // imports to envModule (wasmfile.RewriteImports) and supplies every function of
-// the SDK's env module under that name with the same signatures and wire
-// behaviour:
+// the SDK's env module under that name (hostModule, a wazero host module in
+// the plugin's runtime) with the same signatures and wire behaviour:
 //
-//   - kernel operations (alloc, free, length, input_*, output_*, error_*,
-//     reset, memory_bytes) are forwarded to the instance's Extism kernel
-//     module with api.Functions looked up once per instance (the SDK looks
-//     each one up by name on every operation, which dominates a warm call);
-//   - load_*/store_*/input_load_* read and write the kernel memory directly;
+//   - the kernel itself (alloc, free, length, input_*, output_*, error_*,
+//     load_*/store_*, reset, memory_bytes) is the instance's Go kernel
+//     (kernel.go): no operation enters Wasm, so a call is one Go→Wasm entry,
+//     the export's;
 //   - config_get, var_get/var_set, http_request, http_status_code,
 //     http_headers, get_log_level and log_* are implemented here, with
 //     sandbox's policies (see http.go, guestlog.go).
@@ -44,64 +45,40 @@ const envModule = "toolhost:extism/env"
 
 type instKey struct{}
 
-// Kernel functions, indexes into instance.kfn.
-const (
-	kAlloc = iota
-	kFree
-	kLength
-	kLengthUnsafe
-	kInputSet
-	kInputLength
-	kInputOffset
-	kOutputSet
-	kOutputLength
-	kOutputOffset
-	kReset
-	kErrorSet
-	kErrorGet
-	kMemoryBytes
-	kCount
-)
-
-var kernelNames = [kCount]string{
-	kAlloc: "alloc", kFree: "free", kLength: "length", kLengthUnsafe: "length_unsafe",
-	kInputSet: "input_set", kInputLength: "input_length", kInputOffset: "input_offset",
-	kOutputSet: "output_set", kOutputLength: "output_length", kOutputOffset: "output_offset",
-	kReset: "reset", kErrorSet: "error_set", kErrorGet: "error_get", kMemoryBytes: "memory_bytes",
-}
-
 const (
 	i32 = api.ValueTypeI32
 	i64 = api.ValueTypeI64
 )
 
+// callCtx is the context of one guest call: the call's deadline context
+// with the instance (instKey) and the go-sdk plugin (extism.PluginCtxKey
+// "plugin", for go-sdk code that looks it up), in one value.
+type callCtx struct {
+	context.Context
+	in *instance
+}
+
+func (c *callCtx) Value(key any) any {
+	switch k := key.(type) {
+	case instKey:
+		return c.in
+	case extism.PluginCtxKey:
+		if k == "plugin" {
+			return c.in.ext
+		}
+	}
+	return c.Context.Value(key)
+}
+
 func instFrom(ctx context.Context) *instance {
+	if c, ok := ctx.(*callCtx); ok {
+		return c.in
+	}
 	in, ok := ctx.Value(instKey{}).(*instance)
 	if !ok {
 		panic("sandbox: host function called outside a sandbox call")
 	}
 	return in
-}
-
-// bind resolves the instance's kernel module and functions on the first
-// kernel operation of its first call.
-func (in *instance) bind(ctx context.Context) {
-	if in.kernel != nil {
-		return
-	}
-	k, ok := ctx.Value(extism.PluginCtxKey("extism")).(api.Module)
-	if !ok {
-		in.failf(ErrTrap, "Extism kernel module not found in call context (go-sdk changed?)")
-	}
-	for i, name := range kernelNames {
-		f := k.ExportedFunction(name)
-		if f == nil {
-			in.failf(ErrTrap, "Extism kernel lacks %q", name)
-		}
-		in.kfn[i] = f
-	}
-	in.kernel = k
-	in.kmem = k.ExportedMemory("memory")
 }
 
 // fail records err as the call's fault and aborts the guest.
@@ -114,28 +91,10 @@ func (in *instance) failf(kind error, format string, args ...any) {
 	in.fail(fmt.Errorf("%w: %s", kind, fmt.Sprintf(format, args...)))
 }
 
-// kcall calls kernel function i. The context carries no deadline: kernel
-// operations are short and bounded, and the guest call around them is
-// already bounded by close-on-context-done.
-func (in *instance) kcall(ctx context.Context, i int, stack []uint64) {
-	in.bind(ctx)
-	if err := in.kfn[i].CallWithStack(bgCtx, stack); err != nil {
-		in.failf(ErrTrap, "kernel %s: %v", kernelNames[i], err)
-	}
-}
-
-func (in *instance) kcall1(ctx context.Context, i int, arg uint64) uint64 {
-	var st [1]uint64
-	st[0] = arg
-	in.kcall(ctx, i, st[:])
-	return st[0]
-}
-
 // readBlock copies the kernel memory block at off.
-func (in *instance) readBlock(ctx context.Context, off uint64) []byte {
-	n := in.kcall1(ctx, kLength, off)
-	b, ok := in.kmem.Read(uint32(off), uint32(n))
-	if !ok || off > 1<<32 {
+func (in *instance) readBlock(off uint64) []byte {
+	b, ok := in.k.bytes(off, in.k.length(off))
+	if !ok {
 		in.failf(ErrTrap, "invalid memory block at offset %d", off)
 	}
 	return bytes.Clone(b)
@@ -151,42 +110,28 @@ func cutPrefix(b []byte, total int64) string {
 	return string(b[:i]) + "… (" + strconv.FormatInt(total-int64(i), 10) + " bytes cut)"
 }
 
-// readBlockPrefix copies at most max bytes of the kernel memory block at
-// off and returns them with the block's full length.
-func (in *instance) readBlockPrefix(ctx context.Context, off uint64, max int64) ([]byte, int64) {
-	n := in.kcall1(ctx, kLength, off)
-	m := min(n, uint64(max))
-	b, ok := in.kmem.Read(uint32(off), uint32(m))
-	if !ok || off > 1<<32 {
+// readBlockPrefix returns a view of at most max bytes of the kernel memory
+// block at off (valid until the kernel's next allocation) and the block's
+// full length.
+func (in *instance) readBlockPrefix(off uint64, max int64) ([]byte, int64) {
+	n := in.k.length(off)
+	b, ok := in.k.bytes(off, min(n, uint64(max)))
+	if !ok {
 		in.failf(ErrTrap, "invalid memory block at offset %d", off)
 	}
-	return bytes.Clone(b), int64(n)
+	return b, int64(n)
 }
 
-func (in *instance) free(ctx context.Context, off uint64) {
-	if off != 0 {
-		in.kcall(ctx, kFree, []uint64{off})
-	}
-}
+func (in *instance) free(off uint64) { in.k.free(off) }
 
 // writeBlock allocates a kernel block holding b and returns its offset.
-func (in *instance) writeBlock(ctx context.Context, b []byte) uint64 {
-	off := in.kcall1(ctx, kAlloc, uint64(len(b)))
-	if off == 0 && len(b) > 0 {
-		in.failf(ErrMemoryLimit, "the Extism kernel could not allocate %d bytes within the memory cap", len(b))
+func (in *instance) writeBlock(b []byte) uint64 {
+	off := in.k.alloc(uint64(len(b)))
+	if off == 0 {
+		in.failf(ErrMemoryLimit, "the Extism kernel could not allocate %d bytes within the memory cap of %s", len(b), pagesSize(uint64(in.p.memPages)))
 	}
-	if !in.kmem.Write(uint32(off), b) {
-		in.failf(ErrTrap, "kernel block at %d out of range", off)
-	}
+	copy(in.k.mem[off:], b)
 	return off
-}
-
-func (in *instance) inputOffset(ctx context.Context) uint64 {
-	if !in.inputOffOK {
-		off, _ := ctx.Value(extism.InputOffsetKey("inputOffset")).(uint64)
-		in.inputOff, in.inputOffOK = off, true
-	}
-	return in.inputOff
 }
 
 type hostFn struct {
@@ -196,129 +141,153 @@ type hostFn struct {
 	fn      func(ctx context.Context, in *instance, stack []uint64)
 }
 
-func forward(name string, k int, params, results []api.ValueType) hostFn {
-	return hostFn{name, params, results, func(ctx context.Context, in *instance, stack []uint64) {
-		in.kcall(ctx, k, stack)
-	}}
-}
-
 var envFuncs = []hostFn{
-	forward("alloc", kAlloc, []api.ValueType{i64}, []api.ValueType{i64}),
-	forward("free", kFree, []api.ValueType{i64}, nil),
-	forward("length", kLength, []api.ValueType{i64}, []api.ValueType{i64}),
-	forward("length_unsafe", kLengthUnsafe, []api.ValueType{i64}, []api.ValueType{i64}),
-	forward("input_set", kInputSet, []api.ValueType{i64, i64}, nil),
-	forward("input_length", kInputLength, nil, []api.ValueType{i64}),
-	forward("input_offset", kInputOffset, nil, []api.ValueType{i64}),
-	forward("output_length", kOutputLength, nil, []api.ValueType{i64}),
-	forward("output_offset", kOutputOffset, nil, []api.ValueType{i64}),
-	forward("reset", kReset, nil, nil),
-	forward("error_get", kErrorGet, nil, []api.ValueType{i64}),
-	forward("memory_bytes", kMemoryBytes, nil, []api.ValueType{i64}),
-	// output_set and error_set are checked before anything is copied: an
-	// output over max_output is not handed to the kernel (so the go-sdk
-	// copies nothing) and fails the call with ErrOutputTooLarge; an error
-	// message is cut to MaxErrorText (call_tool/call: counted against
-	// max_output, as it becomes the error result) and the kernel is handed
-	// the cut copy.
-	{"output_set", []api.ValueType{i64, i64}, nil, func(ctx context.Context, in *instance, stack []uint64) {
-		if int64(stack[1]) > in.p.maxOutput {
-			in.tooBig = int64(stack[1])
+	{"alloc", []api.ValueType{i64}, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		off := in.k.alloc(stack[0])
+		if off == 0 {
+			in.failf(ErrMemoryLimit, "alloc of %d bytes: the Extism kernel memory is full (cap %s, at most %d blocks)", stack[0], pagesSize(uint64(in.p.memPages)), maxBlocks)
+		}
+		stack[0] = off
+	}},
+	{"free", []api.ValueType{i64}, nil, func(_ context.Context, in *instance, stack []uint64) {
+		in.k.free(stack[0])
+	}},
+	{"length", []api.ValueType{i64}, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		stack[0] = in.k.length(stack[0])
+	}},
+	{"length_unsafe", []api.ValueType{i64}, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		stack[0] = in.k.length(stack[0])
+	}},
+	{"input_set", []api.ValueType{i64, i64}, nil, func(_ context.Context, in *instance, stack []uint64) {
+		if _, ok := in.k.bytes(stack[0], stack[1]); !ok {
+			in.failf(ErrTrap, "input_set out of range at %d", stack[0])
+		}
+		in.k.input, in.k.inputLen = stack[0], stack[1]
+	}},
+	{"input_length", nil, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		stack[0] = in.k.inputLen
+	}},
+	{"input_offset", nil, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		stack[0] = in.k.input
+	}},
+	{"output_length", nil, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		stack[0] = in.k.outLen
+	}},
+	{"output_offset", nil, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		stack[0] = in.k.out
+	}},
+	{"reset", nil, nil, func(_ context.Context, in *instance, _ []uint64) {
+		in.k.reset()
+	}},
+	{"error_get", nil, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		stack[0] = in.k.errPtr
+	}},
+	{"memory_bytes", nil, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		stack[0] = uint64(len(in.k.mem))
+	}},
+	// output_set and error_set are checked before anything is kept: an
+	// output over max_output fails the call with ErrOutputTooLarge; an
+	// error message is cut to MaxErrorText (call_tool/call: counted
+	// against max_output, as it becomes the error result).
+	{"output_set", []api.ValueType{i64, i64}, nil, func(_ context.Context, in *instance, stack []uint64) {
+		if stack[1] > uint64(in.p.maxOutput) {
+			in.tooBig = int64(min(stack[1], math.MaxInt64))
 			return
 		}
-		in.kcall(ctx, kOutputSet, stack)
+		if _, ok := in.k.bytes(stack[0], stack[1]); !ok {
+			in.failf(ErrTrap, "output_set out of range at %d (%d bytes)", stack[0], stack[1])
+		}
+		in.k.out, in.k.outLen = stack[0], stack[1]
 	}},
-	{"error_set", []api.ValueType{i64}, nil, func(ctx context.Context, in *instance, stack []uint64) {
+	{"error_set", []api.ValueType{i64}, nil, func(_ context.Context, in *instance, stack []uint64) {
 		if stack[0] == 0 {
-			in.kcall(ctx, kErrorSet, stack)
+			in.k.errPtr, in.errMsg = 0, ""
 			return
 		}
 		limit := int64(MaxErrorText)
 		if in.export == "call_tool" || in.export == "call" {
 			limit = in.p.maxOutput
 		}
-		b, total := in.readBlockPrefix(ctx, stack[0], limit)
+		b, total := in.readBlockPrefix(stack[0], limit)
 		if total <= limit {
 			in.errMsg = string(b)
-			in.kcall(ctx, kErrorSet, stack)
+			in.k.errPtr = stack[0]
 			return
 		}
 		if limit == in.p.maxOutput {
 			in.tooBig = total
 		}
 		in.errMsg = cutPrefix(b, total)
-		in.kcall(ctx, kErrorSet, []uint64{in.writeBlock(ctx, []byte(in.errMsg))})
+		in.k.errPtr = in.writeBlock([]byte(in.errMsg))
 	}},
-	{"load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(ctx context.Context, in *instance, stack []uint64) {
-		in.bind(ctx)
-		v, ok := in.kmem.ReadByte(uint32(stack[0]))
-		if !ok || stack[0] > 1<<32 {
+	{"load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(_ context.Context, in *instance, stack []uint64) {
+		v, ok := in.k.loadU8(stack[0])
+		if !ok {
 			in.failf(ErrTrap, "load_u8 out of range at %d", stack[0])
 		}
-		stack[0] = uint64(v)
+		stack[0] = v
 	}},
-	{"load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(ctx context.Context, in *instance, stack []uint64) {
-		in.bind(ctx)
-		v, ok := in.kmem.ReadUint64Le(uint32(stack[0]))
-		if !ok || stack[0] > 1<<32 {
+	{"load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		v, ok := in.k.loadU64(stack[0])
+		if !ok {
 			in.failf(ErrTrap, "load_u64 out of range at %d", stack[0])
 		}
 		stack[0] = v
 	}},
-	{"input_load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(ctx context.Context, in *instance, stack []uint64) {
-		in.bind(ctx)
-		off := in.inputOffset(ctx) + stack[0]
-		v, ok := in.kmem.ReadByte(uint32(off))
-		if !ok || off > 1<<32 {
+	{"input_load_u8", []api.ValueType{i64}, []api.ValueType{i32}, func(_ context.Context, in *instance, stack []uint64) {
+		v, ok := in.k.loadU8(in.k.input + stack[0])
+		if !ok || stack[0] > 1<<32 {
 			in.failf(ErrTrap, "input_load_u8 out of range at %d", stack[0])
 		}
-		stack[0] = uint64(v)
+		stack[0] = v
 	}},
-	{"input_load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(ctx context.Context, in *instance, stack []uint64) {
-		in.bind(ctx)
-		off := in.inputOffset(ctx) + stack[0]
-		v, ok := in.kmem.ReadUint64Le(uint32(off))
-		if !ok || off > 1<<32 {
+	{"input_load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		v, ok := in.k.loadU64(in.k.input + stack[0])
+		if !ok || stack[0] > 1<<32 {
 			in.failf(ErrTrap, "input_load_u64 out of range at %d", stack[0])
 		}
 		stack[0] = v
 	}},
-	{"store_u8", []api.ValueType{i64, i32}, nil, func(ctx context.Context, in *instance, stack []uint64) {
-		in.bind(ctx)
-		if !in.kmem.WriteByte(uint32(stack[0]), byte(stack[1])) || stack[0] > 1<<32 {
+	{"store_u8", []api.ValueType{i64, i32}, nil, func(_ context.Context, in *instance, stack []uint64) {
+		if !in.k.storeU8(stack[0], byte(stack[1])) {
 			in.failf(ErrTrap, "store_u8 out of range at %d", stack[0])
 		}
 	}},
-	{"store_u64", []api.ValueType{i64, i64}, nil, func(ctx context.Context, in *instance, stack []uint64) {
-		in.bind(ctx)
-		if !in.kmem.WriteUint64Le(uint32(stack[0]), stack[1]) || stack[0] > 1<<32 {
+	{"store_u64", []api.ValueType{i64, i64}, nil, func(_ context.Context, in *instance, stack []uint64) {
+		if !in.k.storeU64(stack[0], stack[1]) {
 			in.failf(ErrTrap, "store_u64 out of range at %d", stack[0])
 		}
 	}},
-	{"config_get", []api.ValueType{i64}, []api.ValueType{i64}, func(ctx context.Context, in *instance, stack []uint64) {
-		key := string(in.readBlock(ctx, stack[0]))
+	{"config_get", []api.ValueType{i64}, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		key, _ := in.readBlockPrefix(stack[0], 1<<62)
 		if in.p.onConfigGet != nil {
-			in.p.onConfigGet(key)
+			in.p.onConfigGet(string(key))
 		}
-		v, ok := in.p.cfg.Config[key]
+		v, ok := in.p.cfg.Config[string(key)] // no key copy for the lookup
 		if !ok {
 			stack[0] = 0
 			return
 		}
-		stack[0] = in.writeBlock(ctx, []byte(v))
+		off := in.k.alloc(uint64(len(v)))
+		if off == 0 {
+			in.failf(ErrMemoryLimit, "the Extism kernel could not allocate %d bytes within the memory cap of %s", len(v), pagesSize(uint64(in.p.memPages)))
+		}
+		copy(in.k.mem[off:], v)
+		stack[0] = off
 	}},
-	{"var_get", []api.ValueType{i64}, []api.ValueType{i64}, func(ctx context.Context, in *instance, stack []uint64) {
-		v, ok := in.vars[string(in.readBlock(ctx, stack[0]))] // no key copy for the lookup
-		in.free(ctx, stack[0])
+	{"var_get", []api.ValueType{i64}, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
+		key, _ := in.readBlockPrefix(stack[0], 1<<62)
+		v, ok := in.vars[string(key)] // no key copy for the lookup
+		in.free(stack[0])
 		if !ok {
 			stack[0] = 0
 			return
 		}
-		stack[0] = in.writeBlock(ctx, v)
+		stack[0] = in.writeBlock(v)
 	}},
-	{"var_set", []api.ValueType{i64, i64}, nil, func(ctx context.Context, in *instance, stack []uint64) {
-		key := string(in.readBlock(ctx, stack[0]))
-		in.free(ctx, stack[0])
+	{"var_set", []api.ValueType{i64, i64}, nil, func(_ context.Context, in *instance, stack []uint64) {
+		key := string(in.readBlock(stack[0]))
+		in.free(stack[0])
 		if old, ok := in.vars[key]; ok {
 			in.varBytes -= len(key) + len(old)
 			delete(in.vars, key)
@@ -326,8 +295,8 @@ var envFuncs = []hostFn{
 		if stack[1] == 0 {
 			return
 		}
-		v := in.readBlock(ctx, stack[1])
-		in.free(ctx, stack[1])
+		v := in.readBlock(stack[1])
+		in.free(stack[1])
 		if in.varBytes+len(key)+len(v) > maxVarBytes {
 			in.failf(ErrHostFunction, "var_set %q: the variable store is full (%d bytes max per instance)", key, maxVarBytes)
 		}
@@ -338,18 +307,18 @@ var envFuncs = []hostFn{
 		in.varBytes += len(key) + len(v)
 	}},
 	{"http_request", []api.ValueType{i64, i64}, []api.ValueType{i64}, httpRequest},
-	{"http_status_code", nil, []api.ValueType{i32}, func(ctx context.Context, in *instance, stack []uint64) {
+	{"http_status_code", nil, []api.ValueType{i32}, func(_ context.Context, in *instance, stack []uint64) {
 		stack[0] = api.EncodeI32(in.httpStatus)
 	}},
-	{"http_headers", nil, []api.ValueType{i64}, func(ctx context.Context, in *instance, stack []uint64) {
+	{"http_headers", nil, []api.ValueType{i64}, func(_ context.Context, in *instance, stack []uint64) {
 		if in.httpHeaders == nil {
 			stack[0] = 0
 			return
 		}
 		b, _ := json.Marshal(in.httpHeaders)
-		stack[0] = in.writeBlock(ctx, b)
+		stack[0] = in.writeBlock(b)
 	}},
-	{"get_log_level", nil, []api.ValueType{i32}, func(ctx context.Context, in *instance, stack []uint64) {
+	{"get_log_level", nil, []api.ValueType{i32}, func(_ context.Context, in *instance, stack []uint64) {
 		stack[0] = api.EncodeI32(extismLevel(in.p.logger.GetLevel()))
 	}},
 	logFn("log_trace", hclog.Trace),
@@ -365,24 +334,23 @@ const maxVarBytes = 1 << 20
 
 func logFn(name string, level hclog.Level) hostFn {
 	return hostFn{name, []api.ValueType{i64}, nil, func(ctx context.Context, in *instance, stack []uint64) {
-		msg, total := in.readBlockPrefix(ctx, stack[0], maxLogLine)
-		in.free(ctx, stack[0])
+		msg, total := in.readBlockPrefix(stack[0], maxLogLine)
 		in.p.glog.emitN(level, "log", msg, total)
+		in.free(stack[0])
 	}}
 }
 
-// hostFunctions returns envFuncs as go-sdk host functions in envModule.
-func hostFunctions() []extism.HostFunction {
-	out := make([]extism.HostFunction, 0, len(envFuncs))
+// hostModule returns the builder of envModule, the kernel's functions as
+// wazero host functions of rt.
+func hostModule(rt wazero.Runtime) wazero.HostModuleBuilder {
+	b := rt.NewHostModuleBuilder(envModule)
 	for _, f := range envFuncs {
 		fn := f.fn
-		h := extism.NewHostFunctionWithStack(f.name, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+		b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, stack []uint64) {
 			fn(ctx, instFrom(ctx), stack)
-		}, f.params, f.results)
-		h.SetNamespace(envModule)
-		out = append(out, h)
+		}), f.params, f.results).Export(f.name)
 	}
-	return out
+	return b
 }
 
 // httpRequest implements http_request(request JSON block, body block) ->
@@ -394,8 +362,8 @@ func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 	if in.httpCount++; in.httpCount > in.p.maxHTTPRequests {
 		in.failf(ErrHTTPLimit, "http_request number %d of this call: over max_http_requests (%d per call); raise it in [plugins.%s] if the tool legitimately needs more", in.httpCount, in.p.maxHTTPRequests, in.p.name)
 	}
-	reqJSON := in.readBlock(ctx, stack[0])
-	in.free(ctx, stack[0])
+	reqJSON := in.readBlock(stack[0])
+	in.free(stack[0])
 	var req struct {
 		URL     string            `json:"url"`
 		Method  string            `json:"method"`
@@ -406,8 +374,8 @@ func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 	}
 	var body io.Reader
 	if stack[1] != 0 {
-		b := in.readBlock(ctx, stack[1])
-		in.free(ctx, stack[1])
+		b := in.readBlock(stack[1])
+		in.free(stack[1])
 		body = bytes.NewReader(b)
 	}
 	if in.p.http == nil {
@@ -460,5 +428,5 @@ func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 		stack[0] = 0
 		return
 	}
-	stack[0] = in.writeBlock(ctx, b)
+	stack[0] = in.writeBlock(b)
 }

@@ -49,18 +49,16 @@ func (m *mappedMemory) Free() {
 	}
 }
 
-// sliceMemory is wazero's default behaviour, for when a mapping cannot be
-// made: a Go slice grown by append.
-type sliceMemory struct{ buf []byte }
-
-func (m *sliceMemory) Reallocate(size uint64) []byte {
-	if size > uint64(cap(m.buf)) {
-		nb := make([]byte, size)
-		copy(nb, m.buf)
-		m.buf = nb
+// newLinearBuffer returns a buffer of at most max bytes for the Go
+// kernel's memory: one reserved mapping (as withReservedMemory), or, where
+// the mapping fails, a Go slice.
+func newLinearBuffer(max uint64) linearBuffer {
+	if max == 0 || max > 1<<32 {
+		return &sliceMemory{}
 	}
-	m.buf = m.buf[:size]
-	return m.buf
+	b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		return &sliceMemory{}
+	}
+	return &mappedMemory{buf: b}
 }
-
-func (m *sliceMemory) Free() { m.buf = nil }

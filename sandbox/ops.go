@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,59 @@ func (p *Plugin) v2(request any, meta mcp.Meta) []byte {
 		return nil
 	}
 	return b
+}
+
+// callToolInput is p.v2(params, params.Meta) for call_tool, written
+// without reflection in the common case (no _meta, inputResponses or
+// requestState; a name of printable ASCII that needs no escape; arguments
+// nil, a json.RawMessage or a map): the same JSON value, as the guest
+// decodes it (TestCallToolInput).
+func (p *Plugin) callToolInput(params *mcp.CallToolParams) []byte {
+	if len(params.Meta) > 0 || len(params.InputResponses) > 0 || params.RequestState != "" || !plainName(params.Name) {
+		return p.v2(params, params.Meta)
+	}
+	var args []byte
+	switch a := params.Arguments.(type) {
+	case nil:
+	case json.RawMessage:
+		var buf bytes.Buffer
+		buf.Grow(len(a))
+		if json.Compact(&buf, a) != nil {
+			return p.v2(params, params.Meta) // json.Marshal reports it
+		}
+		args = buf.Bytes()
+	case map[string]any:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil
+		}
+		args = b
+	default:
+		return p.v2(params, params.Meta)
+	}
+	b := make([]byte, 0, len(args)+len(params.Name)+64)
+	b = append(b, `{"request":{"name":"`...)
+	b = append(b, params.Name...)
+	b = append(b, '"')
+	if args != nil {
+		b = append(b, `,"arguments":`...)
+		b = append(b, args...)
+	}
+	b = append(b, `},"context":{"id":`...)
+	b = strconv.AppendUint(b, p.callID.Add(1), 10)
+	return append(b, "}}"...)
+}
+
+// plainName reports whether s is printable ASCII that JSON encoding leaves
+// as it is.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *Plugin) listInput(cursor string) []byte {
@@ -117,11 +171,11 @@ func (p *Plugin) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	}
 	export := p.listExport()
 	tools, err := transport.ListPaged(ctx, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
-		out, err := p.invoke(ctx, export, p.listInput(cursor))
-		if err != nil {
-			return nil, "", err
-		}
-		res, err := decodeOutput(p, export, out, checkTools)
+		var res *mcp.ListToolsResult
+		err := p.invoke(ctx, export, p.listInput(cursor), func(out []byte) (err error) {
+			res, err = decodeOutput(p, export, out, checkTools)
+			return err
+		})
 		if err != nil {
 			return nil, "", err
 		}
@@ -174,12 +228,18 @@ func (p *Plugin) CallToolSized(ctx context.Context, params *mcp.CallToolParams) 
 		input = b
 	} else {
 		export = "call_tool"
-		input = p.v2(params, params.Meta)
+		input = p.callToolInput(params)
 		if input == nil {
 			return nil, 0, p.errorf("call_tool: arguments cannot be encoded as JSON")
 		}
 	}
-	out, err := p.invoke(ctx, export, input)
+	var res *mcp.CallToolResult
+	var size int
+	err := p.invoke(ctx, export, input, func(out []byte) (err error) {
+		res, err = decodeCallToolResult(p, export, out)
+		size = len(out)
+		return err
+	})
 	if err != nil {
 		var ge *guestError
 		if errors.As(err, &ge) {
@@ -192,7 +252,16 @@ func (p *Plugin) CallToolSized(ctx context.Context, params *mcp.CallToolParams) 
 		}
 		return nil, 0, err
 	}
-	res, err := decodeOutput(p, export, out, func(r *mcp.CallToolResult) error {
+	return res, size, nil
+}
+
+// decodeCallToolResult decodes a call_tool/call output: text-only results
+// without the go-sdk's decoder (fastCallToolResult), anything else with it.
+func decodeCallToolResult(p *Plugin, export string, out []byte) (*mcp.CallToolResult, error) {
+	if r, ok := fastCallToolResult(bytes.TrimSpace(out)); ok {
+		return r, nil
+	}
+	return decodeOutput(p, export, out, func(r *mcp.CallToolResult) error {
 		if r.Content == nil && r.StructuredContent == nil {
 			return errors.New(`result has neither "content" nor "structuredContent"`)
 		}
@@ -201,10 +270,6 @@ func (p *Plugin) CallToolSized(ctx context.Context, params *mcp.CallToolParams) 
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return res, len(out), nil
 }
 
 func (p *Plugin) has(export string) bool {
@@ -231,15 +296,15 @@ func (p *Plugin) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
 		return nil, p.unsupported("list_resources", "list_resources")
 	}
 	resources, err := transport.ListPaged(ctx, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
-		out, err := p.invoke(ctx, "list_resources", p.listInput(cursor))
-		if err != nil {
-			return nil, "", err
-		}
-		res, err := decodeOutput(p, "list_resources", out, func(r *mcp.ListResourcesResult) error {
-			if r.Resources == nil {
-				return errors.New(`result has no "resources" array`)
-			}
-			return nil
+		var res *mcp.ListResourcesResult
+		err := p.invoke(ctx, "list_resources", p.listInput(cursor), func(out []byte) (err error) {
+			res, err = decodeOutput(p, "list_resources", out, func(r *mcp.ListResourcesResult) error {
+				if r.Resources == nil {
+					return errors.New(`result has no "resources" array`)
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil {
 			return nil, "", err
@@ -255,16 +320,20 @@ func (p *Plugin) ReadResource(ctx context.Context, params *mcp.ReadResourceParam
 	if !p.has("read_resource") {
 		return nil, p.unsupported("read_resource", "read_resource")
 	}
-	out, err := p.invoke(ctx, "read_resource", p.v2(params, params.Meta))
+	var res *mcp.ReadResourceResult
+	err := p.invoke(ctx, "read_resource", p.v2(params, params.Meta), func(out []byte) (err error) {
+		res, err = decodeOutput(p, "read_resource", out, func(r *mcp.ReadResourceResult) error {
+			if r.Contents == nil {
+				return errors.New(`result has no "contents" array`)
+			}
+			return nil
+		})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return decodeOutput(p, "read_resource", out, func(r *mcp.ReadResourceResult) error {
-		if r.Contents == nil {
-			return errors.New(`result has no "contents" array`)
-		}
-		return nil
-	})
+	return res, nil
 }
 
 // ListPrompts calls list_prompts (v2 only), following nextCursor. It
@@ -274,15 +343,15 @@ func (p *Plugin) ListPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
 		return nil, p.unsupported("list_prompts", "list_prompts")
 	}
 	prompts, err := transport.ListPaged(ctx, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
-		out, err := p.invoke(ctx, "list_prompts", p.listInput(cursor))
-		if err != nil {
-			return nil, "", err
-		}
-		res, err := decodeOutput(p, "list_prompts", out, func(r *mcp.ListPromptsResult) error {
-			if r.Prompts == nil {
-				return errors.New(`result has no "prompts" array`)
-			}
-			return nil
+		var res *mcp.ListPromptsResult
+		err := p.invoke(ctx, "list_prompts", p.listInput(cursor), func(out []byte) (err error) {
+			res, err = decodeOutput(p, "list_prompts", out, func(r *mcp.ListPromptsResult) error {
+				if r.Prompts == nil {
+					return errors.New(`result has no "prompts" array`)
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil {
 			return nil, "", err
@@ -298,16 +367,20 @@ func (p *Plugin) GetPrompt(ctx context.Context, params *mcp.GetPromptParams) (*m
 	if !p.has("get_prompt") {
 		return nil, p.unsupported("get_prompt", "get_prompt")
 	}
-	out, err := p.invoke(ctx, "get_prompt", p.v2(params, params.Meta))
+	var res *mcp.GetPromptResult
+	err := p.invoke(ctx, "get_prompt", p.v2(params, params.Meta), func(out []byte) (err error) {
+		res, err = decodeOutput(p, "get_prompt", out, func(r *mcp.GetPromptResult) error {
+			if r.Messages == nil {
+				return errors.New(`result has no "messages" array`)
+			}
+			return nil
+		})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return decodeOutput(p, "get_prompt", out, func(r *mcp.GetPromptResult) error {
-		if r.Messages == nil {
-			return errors.New(`result has no "messages" array`)
-		}
-		return nil
-	})
+	return res, nil
 }
 
 // peakMemory is a wazero linear memory that records its largest size.

@@ -9,18 +9,21 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
@@ -492,9 +495,19 @@ func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*extis
 			MaxVarBytes:          maxVarBytes,
 		},
 	}
-	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions())
+	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
 	if err != nil {
 		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1 and extism:host/env): %w: %w", p.cfg.Path, err, ErrABI, transport.ErrInitialize)
+	}
+	// The kernel host module goes into the plugin's own runtime, before any
+	// instance imports it (instantiation resolves the imports).
+	rt, err := unexported[wazero.Runtime](reflect.ValueOf(compiled).Elem(), "runtime")
+	if err == nil {
+		_, err = hostModule(rt).Instantiate(ctx)
+	}
+	if err != nil {
+		_ = compiled.Close(bgCtx)
+		return nil, p.errorf("building the kernel host module: %v: %w", err, transport.ErrInitialize)
 	}
 	return compiled, nil
 }
@@ -566,28 +579,27 @@ func (p *Plugin) listExport() string {
 	return "list_tools"
 }
 
-// instance is one instantiation of the module with its Extism kernel. It
-// runs one call at a time; all its fields are used by that call's goroutine
-// only.
+// instance is one instantiation of the module with its Go Extism kernel.
+// It runs one call at a time; all its fields are used by that call's
+// goroutine only.
 type instance struct {
 	p      *Plugin
 	ext    *extism.Plugin
 	stdout *lineWriter
 	stderr *lineWriter
 
-	kernel api.Module
-	kmem   api.Memory
-	kfn    [kCount]api.Function
+	// mod is the guest module and fns its exports, looked up once each.
+	mod api.Module
+	fns map[string]api.Function
+	k   *kernel
 
-	lim        *instLimits
-	export     string // the export being called
-	tooBig     int64  // size of an output or call_tool error over max_output
-	callCtx    context.Context
-	inputOff   uint64
-	inputOffOK bool
-	fault      error
-	errMsg     string
-	broken     bool
+	lim     *instLimits
+	export  string // the export being called
+	tooBig  int64  // size of an output or call_tool error over max_output
+	callCtx context.Context
+	fault   error
+	errMsg  string
+	broken  bool
 
 	vars        map[string][]byte
 	varBytes    int
@@ -627,9 +639,109 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		}
 		return nil, p.errorf("instantiating: %v: %w", err, transport.ErrInitialize)
 	}
-	ext.SetLogger(func(_ extism.LogLevel, msg string) { p.logger.Trace(msg, "source", "extism") })
 	in.ext = ext
+	in.k = newKernel(uint64(p.memPages) * PageSize)
+	in.fns = make(map[string]api.Function, 4)
+	mod, err := guestModule(ext)
+	if err == nil {
+		in.mod = mod
+		err = in.initialize(ctx)
+	}
+	if err != nil {
+		in.close()
+		return nil, err
+	}
 	return in, nil
+}
+
+// guestModule returns the go-sdk plugin's main module instance.
+func guestModule(ext *extism.Plugin) (api.Module, error) {
+	m, err := unexported[api.Module](reflect.ValueOf(ext).Elem(), "mainModule")
+	if err == nil && m == nil {
+		err = errors.New("the go-sdk plugin has no main module")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %v: %w", err, transport.ErrInitialize)
+	}
+	return m, nil
+}
+
+// unexported reads field name of the go-sdk struct v. The go-sdk (v1.7.1,
+// pinned in go.mod) keeps the wazero runtime of a CompiledPlugin and the
+// guest module of a Plugin in unexported fields and offers no accessor;
+// reaching them is what lets a call be one Go→Wasm entry into the guest's
+// export with a kernel in Go (see docs/RATIONALE.md). A go-sdk without the
+// fields fails every Connect with this error (and TestGuestModule).
+func unexported[T any](v reflect.Value, name string) (T, error) {
+	var zero T
+	f := v.FieldByName(name)
+	if !f.IsValid() || f.Type() != reflect.TypeFor[T]() {
+		return zero, fmt.Errorf("the Extism go-sdk has no field %s of type %v (go-sdk version changed?)", name, reflect.TypeFor[T]())
+	}
+	t, _ := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(T)
+	return t, nil
+}
+
+// initialize runs the guest runtime's initialisation once, as the go-sdk
+// does before an instance's first call (runtime.go): a WASI reactor's
+// _initialize, then hs_init(0, 0) for a Haskell module, or a command's
+// __wasm_call_ctors when there is no _initialize.
+func (in *instance) initialize(ctx context.Context) error {
+	var steps [][]uint64
+	var names []string
+	if in.mod.ExportedFunction("_initialize") != nil {
+		names, steps = append(names, "_initialize"), append(steps, nil)
+	} else if in.mod.ExportedFunction("__wasm_call_ctors") != nil && in.mod.ExportedFunction("hs_init") == nil {
+		names, steps = append(names, "__wasm_call_ctors"), append(steps, nil)
+	}
+	if in.mod.ExportedFunction("hs_init") != nil {
+		names, steps = append(names, "hs_init"), append(steps, []uint64{0, 0})
+	}
+	for i, name := range names {
+		in.k.reset()
+		in.callCtx = ctx
+		_, err := in.enter(ctx, name, steps[i])
+		in.callCtx = nil
+		if err != nil {
+			return in.classify(ctx, nil, name, err)
+		}
+	}
+	return nil
+}
+
+// enter calls export name of the guest: the one Go→Wasm entry of a call.
+// Its deadline is enforced by wazero's close-on-context-done (the runtime
+// is built with it), which watches ctx for the length of the entry.
+func (in *instance) enter(ctx context.Context, name string, params []uint64) (uint64, error) {
+	f := in.fns[name]
+	if f == nil {
+		f = in.mod.ExportedFunction(name)
+		if f == nil {
+			return 0, fmt.Errorf("unknown function: %s", name)
+		}
+		if n := len(f.Definition().ResultTypes()); n > 1 {
+			return 0, fmt.Errorf("function %s has %d results, expected 0 or 1", name, n)
+		}
+		in.fns[name] = f
+	}
+	var st [2]uint64
+	copy(st[:], params)
+	cc := &callCtx{Context: ctx, in: in}
+	err := f.CallWithStack(cc, st[:])
+	rc := st[0]
+	if len(f.Definition().ResultTypes()) == 0 {
+		rc = 0
+	}
+	// A guest that exits (WASI proc_exit) ends the call: exit code 0 is a
+	// success, as in the go-sdk.
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		rc = uint64(exit.ExitCode())
+		if exit.ExitCode() == 0 && ctx.Err() == nil {
+			err = nil
+		}
+	}
+	return rc, err
 }
 
 // sleep is the guest's nanosleep (WASI poll_oneoff on a clock): a real
@@ -651,18 +763,38 @@ func (in *instance) close() {
 	if in.ext != nil {
 		_ = in.ext.Close(bgCtx)
 	}
+	if in.k != nil {
+		in.k.release()
+	}
 }
 
 // call runs export fn with input on the instance and classifies the
 // outcome. ctx carries the call's deadline; parent is the caller's context.
+// The output is a view of the instance's kernel memory, valid until the
+// instance's next call: use it before releasing the instance.
 func (in *instance) call(ctx, parent context.Context, fn string, input []byte) ([]byte, error) {
 	p := in.p
 	in.callCtx = ctx
-	in.fault, in.errMsg, in.inputOffOK = nil, "", false
+	in.fault, in.errMsg = nil, ""
 	in.stderr.reset()
 	in.lim.take()
 	in.export, in.tooBig, in.httpCount, in.httpBytes = fn, 0, 0, 0
-	rc, out, err := in.ext.CallWithContext(context.WithValue(ctx, instKey{}, in), fn, input)
+	var rc uint64
+	var err error
+	if in.mod.IsClosed() {
+		err = errors.New("module is closed")
+	} else if !in.k.setInput(input) {
+		// maxInput is half the cap: only a kernel memory that cannot be
+		// reserved gets here.
+		in.broken = true
+		in.callCtx = nil
+		return nil, p.errorf("%s: request of %d bytes does not fit in the Extism kernel memory (cap %s): %w", fn, len(input), pagesSize(uint64(p.memPages)), ErrMemoryLimit)
+	} else {
+		rc, err = in.enter(ctx, fn, nil)
+		// A guest that exited (proc_exit) closed its module: even a
+		// successful call leaves the instance unusable.
+		in.broken = in.broken || in.mod.IsClosed()
+	}
 	in.callCtx = nil
 	if in.tooBig > 0 && ctx.Err() == nil && in.fault == nil {
 		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for [plugins.%s] or ask for less", fn, in.tooBig, p.maxOutput, transport.ErrOutputTooLarge, p.name)
@@ -672,38 +804,45 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 		return nil, p.errorf("%s: %w; the instance was discarded; raise the limit in [plugins.%s] if the tool legitimately needs more", fn, lerr, p.name)
 	}
 	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			in.broken = true
-			return nil, p.ctxError(ctx, parent, fn)
-		case in.fault != nil:
-			in.broken = true
-			return nil, p.errorf("%s: %w", fn, in.fault)
-		case in.errMsg != "" && err.Error() == in.errMsg:
-			return nil, &guestError{plugin: p.name, export: fn, msg: in.errMsg, rc: int32(rc)}
-		}
-		in.broken = true
-		if p.isClosed() {
-			return nil, p.errorf("%s: %w", fn, transport.ErrClosed)
-		}
-		tail := in.stderr.lines()
-		if outOfMemory(tail) {
-			return nil, p.errorf("%s: the guest ran out of memory under its cap of %d pages (%s) (%s); raise memory if the tool legitimately needs more: %w",
-				fn, p.memPages, pagesSize(uint64(p.memPages)), firstNonEmpty(panicLine(tail), err.Error()), ErrMemoryLimit)
-		}
-		msg := panicLine(tail)
-		if msg == "" {
-			msg = firstLine(err.Error())
-		}
-		return nil, p.errorf("%s: %s: %w; the instance was discarded", fn, msg, ErrTrap)
+		return nil, in.classify(ctx, parent, fn, err)
+	}
+	if in.errMsg != "" {
+		return nil, &guestError{plugin: p.name, export: fn, msg: in.errMsg, rc: int32(rc)}
 	}
 	if rc != 0 {
 		return nil, p.errorf("%s returned %d without setting an error (error_set): %w", fn, int32(rc), ErrGuest)
 	}
+	out, _ := in.k.bytes(in.k.out, in.k.outLen)
 	if int64(len(out)) > p.maxOutput {
 		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for [plugins.%s] or ask for less", fn, len(out), p.maxOutput, transport.ErrOutputTooLarge, p.name)
 	}
 	return out, nil
+}
+
+// classify maps the error of a guest entry that failed to the call's error
+// and marks the instance broken.
+func (in *instance) classify(ctx, parent context.Context, fn string, err error) error {
+	p := in.p
+	in.broken = true
+	switch {
+	case ctx.Err() != nil:
+		return p.ctxError(ctx, parent, fn)
+	case in.fault != nil:
+		return p.errorf("%s: %w", fn, in.fault)
+	}
+	if p.isClosed() {
+		return p.errorf("%s: %w", fn, transport.ErrClosed)
+	}
+	tail := in.stderr.lines()
+	if outOfMemory(tail) {
+		return p.errorf("%s: the guest ran out of memory under its cap of %d pages (%s) (%s); raise memory if the tool legitimately needs more: %w",
+			fn, p.memPages, pagesSize(uint64(p.memPages)), firstNonEmpty(panicLine(tail), err.Error()), ErrMemoryLimit)
+	}
+	msg := panicLine(tail)
+	if msg == "" {
+		msg = firstLine(err.Error())
+	}
+	return p.errorf("%s: %s: %w; the instance was discarded", fn, msg, ErrTrap)
 }
 
 func firstNonEmpty(a, b string) string {
@@ -751,31 +890,33 @@ func (p *Plugin) isClosed() bool {
 }
 
 // invoke runs one guest export with the enforced deadline on a pooled (or
-// fresh) instance.
-func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte, error) {
+// fresh) instance, and hands its output to use before the instance goes
+// back to the pool: out is a view of the instance's kernel memory, valid
+// only during use. It returns the call's error, else use's.
+func (p *Plugin) invoke(parent context.Context, fn string, input []byte, use func(out []byte) error) error {
 	p.mu.Lock()
 	switch p.state {
 	case stateReady:
 	case stateClosed:
 		p.mu.Unlock()
-		return nil, p.errorf("%s: %w", fn, transport.ErrClosed)
+		return p.errorf("%s: %w", fn, transport.ErrClosed)
 	default:
 		p.mu.Unlock()
-		return nil, p.errorf("%s: %w", fn, transport.ErrNotConnected)
+		return p.errorf("%s: %w", fn, transport.ErrNotConnected)
 	}
 	p.ops.Add(1)
 	p.mu.Unlock()
 	defer p.ops.Done()
 
 	if int64(len(input)) > p.maxInput {
-		return nil, p.errorf("%s: request of %d bytes exceeds the input limit of %d bytes (half the memory cap of %s; the Extism kernel would silently drop it): %w",
+		return p.errorf("%s: request of %d bytes exceeds the input limit of %d bytes (half the memory cap of %s; the Extism kernel would silently drop it): %w",
 			fn, len(input), p.maxInput, pagesSize(uint64(p.memPages)), ErrInputTooLarge)
 	}
 	// Waiting for a free instance is bounded by the caller's deadline and
 	// by Close (every running call is bounded by its timeout, so the queue
 	// drains); the plugin timeout starts once the call has an instance slot.
 	if err := p.wait(parent, parent, fn); err != nil {
-		return nil, err
+		return err
 	}
 	// The caller's deadline, when it has one, is the call's (the host sets
 	// one per call); else the plugin timeout, from here.
@@ -790,11 +931,14 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte) ([]byte
 
 	in, err := p.acquire(ctx, parent, fn)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	out, err := in.call(ctx, parent, fn, input)
+	if err == nil {
+		err = use(out)
+	}
 	p.release(in)
-	return out, err
+	return err
 }
 
 // wait takes an instance slot (p.sem), waiting at most until ctx is done.

@@ -1,0 +1,202 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fastCallToolResult decodes the common shape of a tool result,
+//
+//	{"content":[{"type":"text","text":"…"}, …], "isError":bool}
+//
+// (keys in any order, isError optional, each key at most once), without the
+// go-sdk's decoder, which allocates ≈32 KiB per result. Anything else — any
+// other key, content type or value shape, a string with invalid UTF-8,
+// duplicate keys, trailing bytes — returns ok false and the caller decodes
+// with the go-sdk, so the result is always what mcp.CallToolResult's own
+// UnmarshalJSON would give (FuzzFastCallToolResult checks this). b has no
+// leading or trailing white space.
+func fastCallToolResult(b []byte) (res *mcp.CallToolResult, ok bool) {
+	s := scanner{b: b}
+	if !s.byte('{') {
+		return nil, false
+	}
+	res = &mcp.CallToolResult{}
+	var haveContent, haveIsError bool
+	if s.byte('}') {
+		return nil, false // no content: the caller reports it
+	}
+	for {
+		key, ok := s.str()
+		if !ok || !s.byte(':') {
+			return nil, false
+		}
+		switch key {
+		case "content":
+			if haveContent {
+				return nil, false
+			}
+			haveContent = true
+			if res.Content, ok = s.contents(); !ok {
+				return nil, false
+			}
+		case "isError":
+			if haveIsError {
+				return nil, false
+			}
+			haveIsError = true
+			if res.IsError, ok = s.boolean(); !ok {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+		if s.byte(',') {
+			continue
+		}
+		if !s.byte('}') {
+			return nil, false
+		}
+		break
+	}
+	s.ws()
+	if s.i != len(s.b) || !haveContent {
+		return nil, false
+	}
+	return res, true
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// byte consumes c after white space.
+func (s *scanner) byte(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *scanner) boolean() (bool, bool) {
+	s.ws()
+	rest := s.b[s.i:]
+	switch {
+	case len(rest) >= 4 && string(rest[:4]) == "true":
+		s.i += 4
+		return true, true
+	case len(rest) >= 5 && string(rest[:5]) == "false":
+		s.i += 5
+		return false, true
+	}
+	return false, false
+}
+
+// str scans a JSON string. One without escapes is converted directly; one
+// with escapes is decoded by encoding/json. Control characters and invalid
+// UTF-8 fail.
+func (s *scanner) str() (string, bool) {
+	if !s.byte('"') {
+		return "", false
+	}
+	start := s.i
+	escaped := false
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw := s.b[start:s.i]
+			s.i++
+			if !utf8.Valid(raw) {
+				return "", false
+			}
+			if !escaped {
+				return string(raw), true
+			}
+			var v string
+			if json.Unmarshal(s.b[start-1:s.i], &v) != nil {
+				return "", false
+			}
+			return v, true
+		case c == '\\':
+			escaped = true
+			s.i += 2
+		case c < 0x20:
+			return "", false
+		default:
+			s.i++
+		}
+	}
+	return "", false
+}
+
+// contents scans an array of text content blocks.
+func (s *scanner) contents() ([]mcp.Content, bool) {
+	if !s.byte('[') {
+		return nil, false
+	}
+	out := []mcp.Content{}
+	if s.byte(']') {
+		return out, true
+	}
+	for {
+		if !s.byte('{') {
+			return nil, false
+		}
+		t := &mcp.TextContent{}
+		var haveType, haveText bool
+		for {
+			key, ok := s.str()
+			if !ok || !s.byte(':') {
+				return nil, false
+			}
+			v, ok := s.str()
+			if !ok {
+				return nil, false
+			}
+			switch {
+			case key == "type" && !haveType && v == "text":
+				haveType = true
+			case key == "text" && !haveText:
+				haveText = true
+				t.Text = v
+			default:
+				return nil, false
+			}
+			if s.byte(',') {
+				continue
+			}
+			if !s.byte('}') {
+				return nil, false
+			}
+			break
+		}
+		if !haveType {
+			return nil, false
+		}
+		out = append(out, t)
+		if s.byte(',') {
+			continue
+		}
+		if !s.byte(']') {
+			return nil, false
+		}
+		return out, true
+	}
+}
