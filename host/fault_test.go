@@ -58,7 +58,7 @@ type faultHost struct {
 	*host.Host
 	t      *testing.T
 	events chan host.Event
-	logs   *syncBuffer
+	logs   *testutil.Buffer
 }
 
 // newFaultHost starts a host on faultConfig with the victim's extra
@@ -78,7 +78,7 @@ func newFaultHostVictim(t *testing.T, args, victim, extra string) *faultHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fh := &faultHost{t: t, events: make(chan host.Event, 1000), logs: &syncBuffer{}}
+	fh := &faultHost{t: t, events: make(chan host.Event, 1000), logs: &testutil.Buffer{}}
 	ignore := goleak.IgnoreCurrent()
 	h, err := host.New(context.Background(), cfg, &host.Options{
 		Logger:         hclog.New(&hclog.LoggerOptions{Name: "host", Output: fh.logs, Level: hclog.Debug}),

@@ -64,30 +64,28 @@ func policyLayer(h *Host, next handler) handler {
 		pol, prof := &h.config().Policy, h.profileOf(o.profile)
 		switch list := res.(type) {
 		case []*mcp.Prompt:
-			out := list[:0:0]
-			for _, p := range list {
-				if DecidePrompt(pol, prof, catalogueName(o.b.prefix, p.Name)).Allowed {
-					out = append(out, p)
-				}
-			}
-			return out, nil
+			return allowed(list, func(p *mcp.Prompt) bool {
+				return DecidePrompt(pol, prof, catalogueName(o.b.prefix, p.Name)).Allowed
+			}), nil
 		case []*mcp.Resource:
-			out := list[:0:0]
-			for _, r := range list {
-				if DecideResource(pol, prof, o.b.name, r.URI).Allowed {
-					out = append(out, r)
-				}
-			}
-			return out, nil
+			return allowed(list, func(r *mcp.Resource) bool { return DecideResource(pol, prof, o.b.name, r.URI).Allowed }), nil
 		case []*mcp.ResourceTemplate:
-			out := list[:0:0]
-			for _, t := range list {
-				if DecideResource(pol, prof, o.b.name, t.URITemplate).Allowed {
-					out = append(out, t)
-				}
-			}
-			return out, nil
+			return allowed(list, func(t *mcp.ResourceTemplate) bool {
+				return DecideResource(pol, prof, o.b.name, t.URITemplate).Allowed
+			}), nil
 		}
 		return res, nil
 	}
+}
+
+// allowed returns the items of list that keep reports true for, in order,
+// in a new slice (list, a backend's answer, is left as it is).
+func allowed[T any](list []T, keep func(T) bool) []T {
+	out := list[:0:0]
+	for _, v := range list {
+		if keep(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,32 +17,16 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/oauthtest"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/transport"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // oauthHost starts a Host on one OAuth server, capturing every log line,
 // audit record and event.
 type oauthHost struct {
 	h      *host.Host
 	cfg    *config.Config
-	logs   *lockedBuffer
+	logs   *testutil.Buffer
 	mu     sync.Mutex
 	audit  []host.AuditRecord
 	events []host.Event
@@ -60,7 +43,7 @@ func newOAuthHost(t *testing.T, toml string, opts *host.Options) *oauthHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oh := &oauthHost{cfg: cfg, logs: &lockedBuffer{}}
+	oh := &oauthHost{cfg: cfg, logs: &testutil.Buffer{}}
 	opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "host", Output: oh.logs, Level: hclog.Trace})
 	opts.Audit = func(r host.AuditRecord) {
 		oh.mu.Lock()

@@ -2,7 +2,6 @@ package host_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,13 +29,13 @@ const secret = "tok-very-secret"
 // policyHost starts a Host on toml with @FIXTURE@, @PDKECHO@ (the pdk echo
 // plugin: tool echo, "text" required) and @ECHO@ (the raw-ABI echo plugin)
 // replaced, logging everything (Trace) into the returned buffer.
-func policyHost(t *testing.T, toml string, opts *host.Options) (*host.Host, *syncBuffer) {
+func policyHost(t *testing.T, toml string, opts *host.Options) (*host.Host, *testutil.Buffer) {
 	t.Helper()
 	cfg, err := parsePolicy(t, toml)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	if opts == nil {
 		opts = &host.Options{}
 	}
@@ -74,23 +73,6 @@ func parsePolicy(t *testing.T, toml string) (*config.Config, error) {
 		}
 		return os.LookupEnv(k)
 	}})
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 const policyConfig = `

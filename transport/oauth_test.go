@@ -1,13 +1,11 @@
 package transport_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,38 +15,21 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/toolhost/toolhost/internal/oauthtest"
+	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/transport"
 )
-
-// syncBuffer collects everything a logger writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // oauthRig builds OAuth clients and transports for one fixture server,
 // logging everything at trace level into logs.
 type oauthRig struct {
 	t    *testing.T
 	as   *oauthtest.Server
-	logs *syncBuffer
+	logs *testutil.Buffer
 	dir  string
 }
 
 func newOAuthRig(t *testing.T, opts *oauthtest.Options) *oauthRig {
-	return &oauthRig{t: t, as: oauthtest.New(t, opts), logs: &syncBuffer{}, dir: filepath.Join(t.TempDir(), "tokens")}
+	return &oauthRig{t: t, as: oauthtest.New(t, opts), logs: &testutil.Buffer{}, dir: filepath.Join(t.TempDir(), "tokens")}
 }
 
 func (r *oauthRig) logger() hclog.Logger {

@@ -455,24 +455,12 @@ func (c *taskConn) await(ctx context.Context, t *wireTask, wake <-chan struct{})
 		if err != nil {
 			return nil, err
 		}
-		if r.Error != nil {
-			return nil, fmt.Errorf("%w: tasks/get %s: %v", ErrTaskLost, CutText(t.TaskID, 64), r.Error)
+		if t, err = polled(t, r, c.logger); err != nil {
+			return nil, err
 		}
-		var got wireTask
-		if err := json.Unmarshal(r.Result, &got); err != nil || got.Status == "" {
-			return nil, fmt.Errorf("%w: tasks/get: the answer is not a Task", ErrProtocol)
-		}
-		if got.PollInterval == nil {
-			got.PollInterval = t.PollInterval
-		}
-		got.TaskID = t.TaskID
-		t = &got
-		c.logger.Trace("task status", "task", CutText(t.TaskID, 64), "status", safeText(t.Status, 32), "message", safeText(t.StatusMessage, 256))
 	}
-	switch t.Status {
-	case taskInputRequired, taskCompleted, taskFailed, taskCancelled:
-	default:
-		return nil, fmt.Errorf("%w: task status %q", ErrProtocol, safeText(t.Status, 32))
+	if err := settled(t); err != nil {
+		return nil, err
 	}
 	// tasks/result blocks until the task is terminal; the server's requests
 	// for input arrive meanwhile (MCP 2025-11-25, "Input Required Status").
@@ -565,3 +553,33 @@ func (c *taskConn) Close() error {
 
 // SessionID implements mcp.Connection.
 func (c *taskConn) SessionID() string { return c.inner.SessionID() }
+
+// polled is the task after a tasks/get that answered r: the answer's status
+// with prev's ID (and poll interval, when the answer gives none). Errors: an
+// error answer wraps ErrTaskLost; an answer that is not a Task, ErrProtocol.
+func polled(prev *wireTask, r *jsonrpc.Response, logger hclog.Logger) (*wireTask, error) {
+	if r.Error != nil {
+		return nil, fmt.Errorf("%w: tasks/get %s: %v", ErrTaskLost, CutText(prev.TaskID, 64), r.Error)
+	}
+	var got wireTask
+	if err := json.Unmarshal(r.Result, &got); err != nil || got.Status == "" {
+		return nil, fmt.Errorf("%w: tasks/get: the answer is not a Task", ErrProtocol)
+	}
+	if got.PollInterval == nil {
+		got.PollInterval = prev.PollInterval
+	}
+	got.TaskID = prev.TaskID
+	logger.Trace("task status", "task", CutText(got.TaskID, 64), "status", safeText(got.Status, 32), "message", safeText(got.StatusMessage, 256))
+	return &got, nil
+}
+
+// settled checks that polling ended on a status whose tasks/result answers
+// at once: input_required or a terminal one (MCP 2025-11-25 tasks); any
+// other status is ErrProtocol.
+func settled(t *wireTask) error {
+	switch t.Status {
+	case taskInputRequired, taskCompleted, taskFailed, taskCancelled:
+		return nil
+	}
+	return fmt.Errorf("%w: task status %q", ErrProtocol, safeText(t.Status, 32))
+}

@@ -219,24 +219,12 @@ func (t *taskRT) callTask(req *http.Request, body []byte, id json.RawMessage) (*
 		if err != nil {
 			return cancelled(err)
 		}
-		if r.Error != nil {
-			return nil, fmt.Errorf("%w: tasks/get %s: %v", ErrTaskLost, CutText(tk.TaskID, 64), r.Error)
+		if tk, err = polled(tk, r, t.logger); err != nil {
+			return nil, err
 		}
-		var got wireTask
-		if err := json.Unmarshal(r.Result, &got); err != nil || got.Status == "" {
-			return nil, fmt.Errorf("%w: tasks/get: the answer is not a Task", ErrProtocol)
-		}
-		if got.PollInterval == nil {
-			got.PollInterval = tk.PollInterval
-		}
-		got.TaskID = tk.TaskID
-		tk = &got
-		t.logger.Trace("task status", "task", CutText(tk.TaskID, 64), "status", safeText(tk.Status, 32), "message", safeText(tk.StatusMessage, 256))
 	}
-	switch tk.Status {
-	case taskInputRequired, taskCompleted, taskFailed, taskCancelled:
-	default:
-		return nil, fmt.Errorf("%w: task status %q", ErrProtocol, safeText(tk.Status, 32))
+	if err := settled(tk); err != nil {
+		return nil, err
 	}
 	// tasks/result: its stream carries the server's requests for input and
 	// then the result, which the go-sdk takes for its tools/call's.
