@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -141,17 +140,15 @@ func (h *Host) complete(ctx context.Context, profile string, params *mcp.Complet
 	if h.isClosed() {
 		return nil, ErrClosed
 	}
-	if params == nil || params.Ref == nil {
-		return nil, fmt.Errorf("completion/complete: %w: no ref", ErrInvalidArguments)
+	if params == nil {
+		params = &mcp.CompleteParams{}
 	}
 	o := &op{method: methodComplete, profile: profile, complete: params}
-	switch params.Ref.Type {
-	case refPrompt:
-		o.name = params.Ref.Name
-	case refResource:
-		o.name = params.Ref.URI
-	default:
-		return nil, fmt.Errorf("completion/complete: %w: ref type %q (want ref/prompt or ref/resource)", ErrInvalidArguments, params.Ref.Type)
+	if ref := params.Ref; ref != nil {
+		o.name = ref.Name
+		if ref.Type == refResource {
+			o.name = ref.URI
+		}
 	}
 	res, err := h.run(ctx, o)
 	if err != nil {

@@ -56,9 +56,11 @@ func auditLayer(h *Host, next handler) handler {
 			rec.Op, rec.URI = o.method, o.name
 		case methodComplete:
 			rec.Op = o.method
-			if o.complete.Ref.Type == refPrompt {
+			switch ref := o.complete.Ref; {
+			case ref == nil:
+			case ref.Type == refPrompt:
 				rec.Prompt = o.name
-			} else {
+			case ref.Type == refResource:
 				rec.URI = o.name
 			}
 		default:

@@ -48,11 +48,16 @@ func resolveLayer(h *Host, next handler) handler {
 				return nil, err
 			}
 		case methodComplete:
-			if o.complete.Ref.Type == refPrompt {
+			switch ref := o.complete.Ref; {
+			case ref == nil:
+				return nil, fmt.Errorf("%s: %w: no ref", o.method, ErrInvalidArguments)
+			case ref.Type == refPrompt:
 				if err := h.resolvePrompt(ctx, o); err != nil {
 					return nil, fmt.Errorf("%s: %w", o.method, err)
 				}
-				break
+				return next(ctx, o)
+			case ref.Type != refResource:
+				return nil, fmt.Errorf("%s: %w: ref type %q (want ref/prompt or ref/resource)", o.method, ErrInvalidArguments, ref.Type)
 			}
 			if h.isClosed() {
 				return nil, ErrClosed

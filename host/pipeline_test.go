@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -47,7 +48,8 @@ command = "@FIXTURE@"
 		!strings.HasSuffix(st.LastError, "not restarted: its licence file is missing; Host.Restart starts it again") {
 		t.Errorf("perm: %s, %d restarts, error %q (%v); want failed at once with its reason", st.State, st.Restarts, st.LastError, st.Err)
 	}
-	h.Add(ctx, "flaky", func() transport.Transport { return cannotStart{err: transport.ErrStart} }, sv())
+	// Subscribed before the Add: its first restart can come before Add
+	// returns.
 	events := make(chan host.Event, 64)
 	unsubscribe := h.Subscribe(func(ev host.Event) {
 		if ev.Backend == "flaky" && ev.State == host.StateRestarting {
@@ -58,7 +60,12 @@ command = "@FIXTURE@"
 		}
 	})
 	defer unsubscribe()
-	<-events
+	h.Add(ctx, "flaky", func() transport.Transport { return cannotStart{err: transport.ErrStart} }, sv())
+	select {
+	case <-events:
+	case <-time.After(time.Minute):
+		t.Fatalf("flaky never restarted: %+v", statusOf(h, "flaky"))
+	}
 	if st := statusOf(h, "flaky"); st.State == host.StateFailed && st.Restarts == 0 {
 		t.Errorf("flaky: failed without a restart: %s", st.LastError)
 	}
