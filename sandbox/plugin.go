@@ -920,9 +920,11 @@ func (p *Plugin) invoke(parent context.Context, fn string, input []byte, use fun
 	}
 	// The caller's deadline, when it has one, is the call's (the host sets
 	// one per call); else the plugin timeout, from here.
-	ctx, cancel := context.WithCancel(parent)
-	if _, ok := parent.Deadline(); !ok {
-		cancel()
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if _, ok := parent.Deadline(); ok {
+		ctx, cancel = context.WithCancel(parent) // for Close, below
+	} else {
 		ctx, cancel = context.WithTimeout(parent, p.timeout)
 	}
 	defer cancel()
