@@ -277,3 +277,36 @@ func quoteArgs(args []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// TestListRootsSeesTheCall: a Host whose only handler is ListRoots (no
+// Elicit, no Sample) still tells it which tool call a server's roots/list
+// belongs to, as a gateway relaying its clients' roots needs.
+func TestListRootsSeesTheCall(t *testing.T) {
+	var mu sync.Mutex
+	var reqs []*host.RootsRequest
+	opts := &host.Options{
+		ListRoots: func(ctx context.Context, req *host.RootsRequest) ([]*mcp.Root, bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reqs = append(reqs, req)
+			return []*mcp.Root{{URI: "file:///from-the-call"}}, true, nil
+		},
+	}
+	h, _ := policyHost(t, `
+[servers.stdio]
+command = "@FIXTURE@"
+args = ["-client", "-protocol", "2025-11-25"]
+`, opts)
+	res, err := h.CallTool(host.WithClient(context.Background(), "alice"), "stdio__roots", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); got != "file:///from-the-call" {
+		t.Errorf("roots: %s", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) != 1 || reqs[0].Backend != "stdio" || reqs[0].Call == nil || reqs[0].Call.Tool != "stdio__roots" || reqs[0].Call.Client != "alice" {
+		t.Fatalf("roots requests %+v, want one naming the call stdio__roots by alice", reqs)
+	}
+}

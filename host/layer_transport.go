@@ -25,10 +25,8 @@ func (h *Host) transportLayer(ctx context.Context, o *op) (any, error) {
 	}
 	var res any
 	switch {
-	case o.send != nil:
-		res, err = o.send(ctx, tr)
 	case o.method == methodCallTool:
-		if h.opts.Elicit != nil || h.opts.Sample != nil {
+		if h.opts.Elicit != nil || h.opts.Sample != nil || h.opts.ListRoots != nil {
 			ctx = withCall(ctx, &CallInfo{Tool: o.name, Profile: o.profile, Client: clientOf(ctx)})
 		}
 		var r *mcp.CallToolResult

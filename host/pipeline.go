@@ -5,8 +5,6 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolhost/toolhost/transport"
 )
 
 // The pipeline. Every operation that reaches a backend (tools/call,
@@ -57,10 +55,6 @@ type op struct {
 	// complete is the request of a completion/complete; name is then its
 	// ref's prompt (catalogue name) or URI.
 	complete *mcp.CompleteParams
-	// send, when set, is the operation on the backend's transport for a
-	// method the transport layer does not know (resource templates,
-	// completion): the way to add an operation.
-	send func(ctx context.Context, tr transport.Transport) (any, error)
 
 	// Found on the way down.
 	b      *backend
