@@ -37,6 +37,10 @@
 // versions the server negotiates to one (e.g. 2025-06-18, where ping is the
 // health check).
 //
+// -start-delay D waits D before serving (over stdio before reading stdin,
+// with -http before listening), as a server that is slow to come up: over
+// HTTP, connections are refused until then.
+//
 // With -once FILE the -mode fault applies only to the first process started
 // with that FILE (it creates it), so a restarted server comes up healthy.
 //
@@ -115,6 +119,7 @@ var (
 	client     = flag.Bool("client", false, "add the tools log, elicit, sample and roots, which use the client's features (use with -protocol 2025-11-25)")
 	templates  = flag.Bool("templates", false, "add the resource template fixture://item/{id} and answer completion/complete for the greeting prompt's name and the template's id")
 	protocol   = flag.String("protocol", "", "negotiate only this protocol version (e.g. 2025-06-18); default: all the go-sdk speaks")
+	startDelay = flag.Duration("start-delay", 0, "wait this long before serving: over stdio before reading stdin, with -http before listening (a server slow to come up)")
 
 	calls, cancelled atomic.Int64
 )
@@ -345,6 +350,9 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("mcpfixture: ")
 	log.Printf("starting (mode=%q)", *mode)
+	if *startDelay > 0 {
+		time.Sleep(*startDelay)
+	}
 
 	if *httpAddr != "" {
 		ln, err := net.Listen("tcp", *httpAddr)
