@@ -592,6 +592,7 @@ func (h *Host) newCustom(name string, c *custom) *backend {
 	o := c.opts
 	timeout := h.callTimeout(config.Duration(o.Timeout))
 	b := h.newBackend(name, KindCustom, prefixOf(name, o.Prefix), timeout, o.Supervision)
+	b.timeoutFrom = h.timeoutFrom(config.Duration(o.Timeout))
 	b.allow, b.deny, b.maxOutput = c.allow, c.deny, o.MaxOutput
 	if b.maxOutput <= 0 {
 		b.maxOutput = config.DefaultMaxOutput

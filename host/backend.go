@@ -45,8 +45,11 @@ type backend struct {
 	kind    string
 	prefix  string
 	timeout time.Duration
-	logger  hclog.Logger
-	sv      config.Supervision
+	// timeoutFrom says where timeout comes from (timeoutOwn, timeoutHost,
+	// timeoutDefault), for the error of a call whose deadline passed.
+	timeoutFrom int
+	logger      hclog.Logger
+	sv          config.Supervision
 	// newTr builds a fresh, unconnected transport; onChange receives its
 	// list_changed notifications.
 	newTr func(onChange func(transport.ListKind)) transport.Transport
@@ -236,11 +239,11 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 	}
 }
 
-// ctxErr is ctx's error in the host's terms: a passed deadline also wraps
-// ErrTimeout.
+// ctxErr is ctx's error in the host's terms: a passed deadline is a
+// *DeadlineError (ErrTimeout and context.DeadlineExceeded) naming it.
 func ctxErr(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w (%w)", ErrTimeout, ctx.Err())
+		return deadlineOf(ctx)
 	}
 	return ctx.Err()
 }

@@ -36,9 +36,12 @@ var (
 	// ErrClosed: the Host was closed.
 	ErrClosed = errors.New("host closed")
 
-	// ErrTimeout is transport.ErrTimeout: the call's deadline ([host]
-	// call_timeout or the backend's timeout, or the caller's context)
-	// passed. The error also wraps context.DeadlineExceeded.
+	// ErrTimeout is transport.ErrTimeout: the call's one deadline (the
+	// backend's timeout, else [host] call_timeout, from the call's start,
+	// waiting for the backend included; or the caller's context's earlier
+	// deadline) passed. The error also wraps context.DeadlineExceeded and
+	// says which deadline passed (a *DeadlineError when it passed while the
+	// host waited for the backend).
 	ErrTimeout = transport.ErrTimeout
 
 	// ErrConnectionLost is transport.ErrConnectionLost: the backend died or

@@ -328,6 +328,18 @@ func (h *Host) ToolOptionProblems() []string {
 	return out
 }
 
+// timeoutFrom says where h.callTimeout(own) comes from: timeoutOwn,
+// timeoutHost or timeoutDefault.
+func (h *Host) timeoutFrom(own config.Duration) int {
+	switch {
+	case own > 0:
+		return timeoutOwn
+	case h.config().Host.CallTimeout > 0:
+		return timeoutHost
+	}
+	return timeoutDefault
+}
+
 func (h *Host) callTimeout(own config.Duration) time.Duration {
 	if own > 0 {
 		return own.Std()
@@ -354,6 +366,7 @@ func (h *Host) build() error {
 			kind = KindStdio
 		}
 		b := h.newBackend(name, kind, prefixOf(name, s.Prefix), h.callTimeout(s.Timeout), s.Supervision)
+		b.timeoutFrom = h.timeoutFrom(s.Timeout)
 		b.allow, b.deny, b.maxOutput = s.ToolRules, s.DenyToolRules, int(s.MaxOutput)
 		if b.maxOutput <= 0 {
 			b.maxOutput = config.DefaultMaxOutput

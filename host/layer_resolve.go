@@ -3,15 +3,19 @@ package host
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// resolveLayer finds the backend an op goes to. A tools/call's catalogue
-// name is looked up in the catalogue; a name not there yet may belong to a
-// lazy backend not started, or one still starting: it is started and
-// waited for within ctx (see Host.resolve), and an unknown name is an
-// *UnknownToolError suggesting names of the caller's view only. A
+// resolveLayer finds the backend an op goes to. A tools/call starts its
+// clock here (op.start: its one deadline runs from now, see deadlineLayer).
+// Its catalogue name is looked up in the catalogue; a name not there yet
+// may belong to a backend whose tools are not known yet (lazy and not
+// started, starting, or restarting after a failed first start): it is
+// started and waited for within the call's deadline (see Host.resolve), and
+// an unknown name is an *UnknownToolError suggesting names of the caller's
+// view only. A
 // prompts/get's name is found among every ready backend's prompts (allowed
 // or not, so that a denied prompt is told apart from an unknown one). A
 // resources/read goes to the backend the caller named.
@@ -19,13 +23,19 @@ func resolveLayer(h *Host, next handler) handler {
 	return func(ctx context.Context, o *op) (any, error) {
 		switch o.method {
 		case methodCallTool:
+			o.start = time.Now()
 			h.mu.RLock()
 			e, ok := h.tools[o.name]
 			h.mu.RUnlock()
 			if !ok {
 				var unavailable error
-				h.ensureStarted(ctx)
-				if e, ok, unavailable = h.resolve(ctx, o.name); !ok && unavailable != nil {
+				// The wait is within the deadline the call will have: that
+				// of the backend the name most likely belongs to.
+				wctx, cancel := h.waitBound(ctx, o)
+				h.ensureStarted(wctx)
+				e, ok, unavailable = h.resolve(wctx, o.name)
+				cancel()
+				if !ok && unavailable != nil {
 					if o.rec != nil {
 						o.rec.Backend = unavailable.(*resolveError).backend
 					}

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,12 +16,12 @@ import (
 // caller down:
 //
 //	audit      layer_audit.go     the record of the attempt (refusals by the layers below too), written when it ends
-//	resolve    layer_resolve.go   catalogue name (or URI) → backend; lazy backends started; unknown names refused
+//	resolve    layer_resolve.go   catalogue name (or URI) → backend; starts the call's clock; waits for a backend coming up; unknown names refused
 //	policy     layer_policy.go    [policy], the profile, its requires; lists filtered on the way back
 //	validate   layer_validate.go  arguments against inputSchema; on the way back max_output and outputSchema
 //	fallback   layer_fallback.go  a failed call's [tools.NAME] fallback, through the whole pipeline again
 //	breaker    layer_breaker.go   the backend's and the tool's circuit breakers
-//	deadline   layer_deadline.go  the one deadline of the attempt (the backend's timeout), set by the host
+//	deadline   layer_deadline.go  the one deadline of the attempt (the backend's timeout from the call's start), set by the host
 //	retry      layer_retry.go     sends a request again that never left (or a retry = true tool's failure)
 //	transport  layer_transport.go waits for the backend to be ready, sends, reports faults to its supervisor
 //
@@ -57,6 +58,9 @@ type op struct {
 	complete *mcp.CompleteParams
 
 	// Found on the way down.
+	// start is when a tools/call's one deadline began: the resolve layer
+	// sets it before it may wait for the backend (see deadlineLayer).
+	start  time.Time
 	b      *backend
 	e      entry        // tools/call: the catalogue entry
 	target string       // the operation's own name on the backend (tool, prompt)

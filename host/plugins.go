@@ -30,6 +30,7 @@ func (h *Host) buildPlugins() error {
 	for _, name := range sortedKeys(h.config().Plugins) {
 		p := h.config().Plugins[name]
 		b := h.newBackend(name, KindPlugin, prefixOf(name, p.Prefix), h.callTimeout(p.Timeout), p.Supervision)
+		b.timeoutFrom = h.timeoutFrom(p.Timeout)
 		b.allow, b.deny = p.ToolRules, p.DenyToolRules
 		// A plugin has no list_changed: its tool list is fixed by its
 		// module.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost/config"
 )
@@ -46,13 +47,51 @@ func (h *Host) owners(name string) []*backend {
 	return out
 }
 
+// Coming reports whether name is not in the catalogue but may belong to a
+// backend whose tools are not known yet and that may still come up: its
+// prefix begins name and it has never been ready, and is idle, starting,
+// or restarting (between attempts). A CallTool of such a name waits for
+// that backend within the call's deadline (see CallTool) rather than
+// failing with ErrUnknownTool. A gateway uses it to pass on a call of a
+// tool it does not list yet. It does not start anything.
+func (h *Host) Coming(name string) bool {
+	h.mu.RLock()
+	_, ok := h.tools[name]
+	h.mu.RUnlock()
+	if ok {
+		return false
+	}
+	for _, b := range h.owners(name) {
+		b.mu.Lock()
+		waitable := b.waitable()
+		b.mu.Unlock()
+		if waitable {
+			return true
+		}
+	}
+	return false
+}
+
+// waitBound returns ctx bounded by the deadline the tools/call o (not in
+// the catalogue) will have if the backend its name most likely belongs to
+// serves it (the first of owners: longest prefix), from o.start; with no
+// such backend, by [host] call_timeout from o.start (the wait then is for
+// lazy backends to list their tools, see ensureStarted).
+func (h *Host) waitBound(ctx context.Context, o *op) (context.Context, context.CancelFunc) {
+	if owners := h.owners(o.name); len(owners) > 0 {
+		return owners[0].bound(ctx, o.start)
+	}
+	b := &backend{timeout: h.callTimeout(0), timeoutFrom: h.timeoutFrom(0)}
+	return b.bound(ctx, o.start)
+}
+
 // resolve finds name in the catalogue. A name that is not there but whose
-// prefix belongs to a backend that has never been ready and is coming
-// (idle, starting, or restarting after a slow start: see coming) waits for
-// that backend, within ctx bounded by the backend's call timeout, and is
-// then looked up again. When it is still missing and such a backend is
-// failing (failed, or restarting after an error), or still not ready at
-// the deadline, the error (a *resolveError) wraps ErrBackendUnavailable and
+// prefix belongs to a backend that has never been ready and may still come
+// up (idle, starting, or restarting: see waitable) waits for that backend,
+// within ctx (which carries the call's deadline, see waitBound), and is
+// then looked up again. When it is still missing and such a backend has
+// given up (failed, needs_login, disabled), or is still not ready at the
+// deadline, the error (a *resolveError) wraps ErrBackendUnavailable and
 // that backend's last error, so a broken backend does not look like a
 // typo. ok is false with a nil error for a name no backend can serve
 // (ErrUnknownTool).
@@ -70,22 +109,17 @@ func (h *Host) resolve(ctx context.Context, name string) (e entry, ok bool, err 
 	if len(owners) == 0 {
 		return e, false, nil
 	}
-	if _, has := ctx.Deadline(); !has {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, owners[0].timeout)
-		defer cancel()
-	}
 	for {
 		waiting := false
 		var wakes []<-chan struct{}
 		var failed *backend
 		for _, b := range owners {
 			b.mu.Lock()
-			state, known, wake, coming := b.state, b.known, b.wake, b.coming()
+			state, known, wake, waitable := b.state, b.known, b.wake, b.waitable()
 			b.mu.Unlock()
 			switch {
 			case known || state == StateClosed:
-			case !coming:
+			case !waitable:
 				if failed == nil {
 					failed = b
 				}
@@ -155,11 +189,12 @@ func (h *Host) waitAny(ctx context.Context, wakes []<-chan struct{}) bool {
 }
 
 // unavailable is the error for a call to b's tools before b has ever been
-// ready: b is failing (deadline nil), or was still not ready when the
-// call's deadline came (deadline is the context's error, see ctxErr).
+// ready: b has given up (deadline nil), or was still not ready when the
+// call's deadline came (deadline is the context's error, see ctxErr; the
+// error then says when b's next start attempt is, if it is restarting).
 func (b *backend) unavailable(deadline error) error {
 	b.mu.Lock()
-	state, lastErr := b.state, b.lastErr
+	state, lastErr, next := b.state, b.lastErr, b.next
 	b.mu.Unlock()
 	var err error
 	switch {
@@ -171,6 +206,9 @@ func (b *backend) unavailable(deadline error) error {
 		why := ""
 		if lastErr != nil {
 			why = fmt.Sprintf(" (last error: %v)", lastErr)
+		}
+		if state == StateRestarting && !next.IsZero() {
+			why += fmt.Sprintf("; its next start attempt is in %s", max(0, time.Until(next)).Round(time.Millisecond))
 		}
 		err = fmt.Errorf("%w: backend %q still %s when the call's deadline came; its tools are not known yet%s: %w",
 			ErrBackendUnavailable, b.name, state, why, deadline)
@@ -201,6 +239,20 @@ func (h *Host) awaitEager(ctx context.Context) {
 		}
 		cancel()
 	}
+}
+
+// waitable reports whether a call may wait for b, which has never been
+// ready: it is idle (the call starts it), starting, or restarting (between
+// attempts: the next one may succeed, as when a server comes up after
+// toolhost). A backend that has given up (failed after max_restarts or a
+// permanent error, needs_login), disabled or closed is not: a call fails
+// at once with its error. The caller holds b.mu.
+func (b *backend) waitable() bool {
+	switch b.state {
+	case StateIdle, StateStarting, StateRestarting:
+		return true
+	}
+	return false
 }
 
 // coming reports whether b, not ready yet, is on its way: idle (the next
