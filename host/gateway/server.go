@@ -39,6 +39,10 @@ type profileServer struct {
 	// level is "info" ([serve] stateless); "" otherwise.
 	statelessLevel mcp.LoggingLevel
 
+	// coming is host.Host.Coming: whether a tool not listed may belong to
+	// a backend still coming up (see callComing).
+	coming func(name string) bool
+
 	servedMu sync.RWMutex
 	served   map[string]bool // the resource URIs served now: what a client may subscribe to
 }
@@ -65,6 +69,8 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
+	ps.coming = g.h.Coming
+	ps.srv.AddReceivingMiddleware(ps.callComing)
 	if g.serve.Stateless {
 		ps.statelessLevel = "info"
 	}
@@ -303,6 +309,24 @@ func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 			return ps.multiRound(ctx, req, clientName(req.Extra), call)
 		}
 		return call(ctx)
+	}
+}
+
+// callComing passes a tools/call of a tool not listed yet to the host when
+// a backend still coming up may own it (host.Host.Coming: its first start
+// failed and it is waiting out its restart backoff, or it is starting): the
+// call waits for that backend within its deadline, as a listed tool's call
+// waits for a restart, and its outcome is a result (an isError one saying
+// why and when the next start attempt is, if the backend is not ready in
+// time). Any other name the go-sdk server does not list gets its
+// unknown-tool error, as before.
+func (ps *profileServer) callComing(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || r.Params == nil || !ps.coming(r.Params.Name) {
+			return next(ctx, method, req)
+		}
+		return ps.callTool(r.Params.Name)(ctx, r)
 	}
 }
 
