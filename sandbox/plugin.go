@@ -879,8 +879,16 @@ func (p *Plugin) ctxError(ctx, parent context.Context, op string) error {
 	if errors.Is(ctx.Err(), context.Canceled) || parent != nil && errors.Is(parent.Err(), context.Canceled) {
 		return p.errorf("%s: call cancelled by the caller: %w", op, context.Canceled)
 	}
-	return p.errorf("%s: no answer within the call deadline (plugin timeout %v): %w: %w; the guest was stopped; raise timeout in [plugins.%s] if the tool legitimately needs longer",
-		op, p.timeout, transport.ErrTimeout, context.DeadlineExceeded, p.name)
+	// The deadline is the caller's when it gave one (the host: it names
+	// which of its deadlines passed); the plugin timeout otherwise.
+	which := fmt.Sprintf("the call deadline (plugin timeout %v)", p.timeout)
+	if parent != nil {
+		if _, ok := parent.Deadline(); ok {
+			which = "the deadline it was given"
+		}
+	}
+	return p.errorf("%s: no answer within %s: %w: %w; the guest was stopped; raise timeout in [plugins.%s] if the tool legitimately needs longer",
+		op, which, transport.ErrTimeout, context.DeadlineExceeded, p.name)
 }
 
 func (p *Plugin) isClosed() bool {
