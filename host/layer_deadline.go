@@ -33,6 +33,30 @@ func deadlineLayer(h *Host, next handler) handler {
 	}
 }
 
+// WithCallStart returns a context telling CallTool (and View.CallTool) that
+// the call began at t, before CallTool was called: for a program that
+// starts a Host for one call (toolhost call), so that the time New spent
+// starting the call's backend is inside the call's one deadline. The
+// deadline (the backend's timeout) then runs from t rather than from
+// CallTool; one already passed fails the call with ErrTimeout. A zero t, or
+// one later than CallTool's start, is ignored; a fallback's deadline runs
+// from its own start.
+func WithCallStart(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, callStartKey{}, t)
+}
+
+type callStartKey struct{}
+
+// callStart is when a tools/call that resolve takes now began: now, or the
+// earlier start ctx carries (WithCallStart) unless the call is a fallback.
+func callStart(ctx context.Context, o *op) time.Time {
+	now := time.Now()
+	if t, ok := ctx.Value(callStartKey{}).(time.Time); ok && o.fallbackFor == "" && !t.IsZero() && t.Before(now) {
+		return t
+	}
+	return now
+}
+
 // bound returns ctx bounded by the deadline of an attempt on b that
 // started at start (now, if zero): start plus b's timeout, or ctx's own
 // deadline if earlier. When b's deadline passes, ctx's cause

@@ -3,13 +3,13 @@ package host
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // resolveLayer finds the backend an op goes to. A tools/call starts its
-// clock here (op.start: its one deadline runs from now, see deadlineLayer).
+// clock here (op.start: its one deadline runs from now, or from the start
+// WithCallStart gave; see deadlineLayer).
 // Its catalogue name is looked up in the catalogue; a name not there yet
 // may belong to a backend whose tools are not known yet (lazy and not
 // started, starting, or restarting after a failed first start): it is
@@ -23,7 +23,7 @@ func resolveLayer(h *Host, next handler) handler {
 	return func(ctx context.Context, o *op) (any, error) {
 		switch o.method {
 		case methodCallTool:
-			o.start = time.Now()
+			o.start = callStart(ctx, o)
 			h.mu.RLock()
 			e, ok := h.tools[o.name]
 			h.mu.RUnlock()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/testutil"
 )
@@ -45,5 +46,31 @@ restart_backoff = { min = "500ms", max = "1s" }
 				t.Fatalf("call while m3 comes up: exit %d, stdout %q, stderr %q; want exit 0 and the result", code, stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestCallOneDeadline (issue 20, item 5): `toolhost call`'s one deadline
+// runs from the command's start, so starting the backend is inside it: a
+// server that takes 0.8× its timeout to start, called with a tool that
+// takes 0.8× to answer, fails at about the timeout (exit 3, the error
+// naming the backend's timeout) instead of answering after 1.6×.
+func TestCallOneDeadline(t *testing.T) {
+	const timeout = 2 * time.Second
+	cfg := writeConfig(t, fmt.Sprintf(`
+[servers.fx]
+command = "@FIXTURE@"
+args = ["-start-delay", "%v"]
+timeout = "%v"
+`, timeout*8/10, timeout))
+	t0 := time.Now()
+	code, stdout, stderr := runCLI("--config", cfg, "call", "fx__sleep", "--args", fmt.Sprintf(`{"ms":%d}`, (timeout * 8 / 10).Milliseconds()))
+	d := time.Since(t0)
+	if code != exitCallError || !strings.Contains(stderr, "timed out") || !strings.Contains(stderr, "the backend's timeout (2s) passed") {
+		t.Fatalf("exit %d after %v, stdout %q, stderr %q; want exit %d, timed out, naming the backend's timeout", code, d, stdout, stderr, exitCallError)
+	}
+	// At the deadline: never before it, and well before start + answer
+	// (1.6×) plus the machine's slack.
+	if d < timeout || d >= 2*timeout {
+		t.Errorf("the call took %v; want about %v (at least it, and well under %v)", d, timeout, 2*timeout)
 	}
 }

@@ -498,6 +498,9 @@ func readArgs(v string) ([]byte, error) {
 }
 
 func (c *cli) call(args []string) int {
+	// The call's one deadline runs from here: starting its backend is
+	// inside it (host.WithCallStart).
+	began := time.Now()
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	argJSON := fs.String("args", "{}", "")
 	asJSON := fs.Bool("json", false, "")
@@ -522,7 +525,7 @@ func (c *cli) call(args []string) int {
 			return code
 		}
 		start := time.Now()
-		callCtx, bar := ctx, (*progressBar)(nil)
+		callCtx, bar := host.WithCallStart(ctx, began), (*progressBar)(nil)
 		if isTerminal(c.stderr) {
 			// The server's progress, if it sends any, as a bar on stderr.
 			bar = &progressBar{w: c.stderr}
