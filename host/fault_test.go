@@ -416,11 +416,10 @@ func TestFaultExitDuringInitialize(t *testing.T) {
 	once := filepath.Join(t.TempDir(), "started")
 	fh := newFaultHost(t, fmt.Sprintf(`, "-mode", "exit-init", "-once", %q`, once), "")
 	stop := fh.bystanders()
-	// The first start failed; a call now would get that error at once (a
-	// backend restarting after a known error is not waited for: see
-	// coming), so wait for the restart (a new process, without the fault)
-	// to be ready: on a busy machine its backoff and start can outlast
-	// host.New.
+	// The first start failed; wait for the restart (a new process, without
+	// the fault) to be ready, so that the status below is that of a
+	// backend that healed (a call now would wait for it too, within its
+	// deadline: see TestCallWaitsForComingBackend).
 	deadline := time.After(60 * time.Second)
 	for statusOf(fh.Host, "victim").State != host.StateReady {
 		select {
