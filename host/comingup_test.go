@@ -150,3 +150,36 @@ timeout = "%v"
 		})
 	}
 }
+
+// TestWithCallStart: a call whose context says it began earlier
+// (WithCallStart, as toolhost call passes the command's start) has its
+// deadline from then: one already passed fails the call with ErrTimeout
+// naming the backend's timeout; its fallback has a deadline of its own;
+// a start in the future is ignored.
+func TestWithCallStart(t *testing.T) {
+	h, _ := policyHost(t, `
+[servers.fx]
+command = "@FIXTURE@"
+timeout = "1s"
+
+[servers.fy]
+command = "@FIXTURE@"
+
+[tools.fx__echo]
+fallback = "fy__echo"
+`, nil)
+	bg := context.Background()
+	past := host.WithCallStart(bg, time.Now().Add(-time.Minute))
+	_, err := h.CallTool(past, "fx__add", map[string]any{"a": 1, "b": 2})
+	if !errors.Is(err, host.ErrTimeout) || !strings.Contains(err.Error(), "the backend's timeout (1s) passed") {
+		t.Fatalf("call begun a minute ago: %v; want ErrTimeout naming the backend's timeout", err)
+	}
+	res, err := h.CallTool(past, "fx__echo", map[string]any{"text": "fell back"})
+	if err != nil || text(t, res) != "fell back" {
+		t.Fatalf("fallback of a call begun a minute ago: %v %v; want the fallback's result", res, err)
+	}
+	future := host.WithCallStart(bg, time.Now().Add(time.Hour))
+	if res, err := h.CallTool(future, "fx__echo", map[string]any{"text": "now"}); err != nil || text(t, res) != "now" {
+		t.Fatalf("call with a start in the future: %v %v", res, err)
+	}
+}
