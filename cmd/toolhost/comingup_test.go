@@ -63,7 +63,7 @@ args = ["-start-delay", "%v"]
 timeout = "%v"
 `, timeout*8/10, timeout))
 	t0 := time.Now()
-	code, stdout, stderr := runCLI("--config", cfg, "call", "fx__sleep", "--args", fmt.Sprintf(`{"ms":%d}`, (timeout * 8 / 10).Milliseconds()))
+	code, stdout, stderr := runCLI("--config", cfg, "call", "fx__sleep", "--args", fmt.Sprintf(`{"ms":%d}`, (timeout*8/10).Milliseconds()))
 	d := time.Since(t0)
 	if code != exitCallError || !strings.Contains(stderr, "timed out") || !strings.Contains(stderr, "the backend's timeout (2s) passed") {
 		t.Fatalf("exit %d after %v, stdout %q, stderr %q; want exit %d, timed out, naming the backend's timeout", code, d, stdout, stderr, exitCallError)
