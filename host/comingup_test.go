@@ -15,26 +15,25 @@ import (
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
-// startLateHTTP runs the fixture server over Streamable HTTP on a reserved
-// loopback port, listening only after delay (as a server under docker
-// compose or systemd that comes up after toolhost), and returns its MCP
-// endpoint URL. The process is killed when the test ends.
-func startLateHTTP(t *testing.T, delay time.Duration) string {
+// serveHTTPOn runs the fixture server over Streamable HTTP on the loopback
+// port (reserved with testutil.FreePort), and returns at once: it listens
+// a moment later, as a server under docker compose or systemd that comes
+// up after toolhost. The process is killed when the test ends.
+func serveHTTPOn(t *testing.T, port int) {
 	t.Helper()
-	port := testutil.FreePort(t)
-	cmd := exec.Command(testutil.Fixture(t), "-http", fmt.Sprintf("127.0.0.1:%d", port), "-start-delay", delay.String())
+	cmd := exec.Command(testutil.Fixture(t), "-http", fmt.Sprintf("127.0.0.1:%d", port))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 
 // TestCallWaitsForComingBackend (issue 20, item 1): a call made right after
 // New to a backend whose first start failed and that is waiting out its
 // restart backoff (a stdio server that exited during initialize; an HTTP
-// server that refused the connection because it listens only later) waits
+// server that refused the connection because it is started only after
+// New) waits
 // for it within the call's deadline and gets the result, instead of
 // failing at once with the first attempt's error.
 func TestCallWaitsForComingBackend(t *testing.T) {
@@ -45,9 +44,8 @@ args = ["-mode", "exit-init", "-once", "@ONCE@"]`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			server := strings.ReplaceAll(c.server, "@ONCE@", filepath.Join(t.TempDir(), "started"))
-			if c.name == "http" {
-				server = strings.ReplaceAll(server, "@URL@", startLateHTTP(t, 1500*time.Millisecond))
-			}
+			port := testutil.FreePort(t)
+			server = strings.ReplaceAll(server, "@URL@", fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
 			h, _ := policyHost(t, `
 [servers.m3]
 `+server+`
@@ -55,6 +53,11 @@ restart_backoff = { min = "500ms", max = "1s" }
 `, nil)
 			if st := statusOf(h, "m3"); st.State != host.StateRestarting {
 				t.Fatalf("m3 after New: %s (%s); want restarting after its failed first start", st.State, st.LastError)
+			}
+			if c.name == "http" {
+				// Nothing listened at New; the server comes up now, while
+				// m3 waits out its restart backoff.
+				serveHTTPOn(t, port)
 			}
 			res, err := h.CallTool(context.Background(), "m3__echo", map[string]any{"text": "waited"})
 			if err != nil {
