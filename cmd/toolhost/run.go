@@ -803,16 +803,24 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 		st[s.Name] = s
 	}
 	for _, b := range p.Requires {
-		if s := st[b]; s.State != host.StateReady {
-			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, dash(esc(firstLine(s.LastError, 100))))
-			code = exitCallError
-		} else {
+		switch s := st[b]; s.State {
+		case host.StateReady:
 			fmt.Fprintf(c.stdout, "requires %s: ready\n", b)
+		case host.StateIdle, host.StateStarting:
+			// Lazy (start = "lazy"): not down, it starts at first use.
+			fmt.Fprintf(c.stdout, "requires %s: %s (starts at first use)\n", b, s.State)
+		default:
+			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, notReadyWhy(s))
+			code = exitCallError
 		}
 	}
 	for _, b := range p.Recommends {
-		if s := st[b]; s.State != host.StateReady {
-			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, dash(esc(firstLine(s.LastError, 100))))
+		switch s := st[b]; s.State {
+		case host.StateReady:
+		case host.StateIdle, host.StateStarting:
+			fmt.Fprintf(c.stdout, "recommends %s: %s (starts at first use)\n", b, s.State)
+		default:
+			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, notReadyWhy(s))
 		}
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
@@ -829,6 +837,17 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 	}
 	tw.Flush()
 	return code
+}
+
+// notReadyWhy is a backend's last error, else its state (never empty).
+func notReadyWhy(s host.BackendStatus) string {
+	if s.LastError != "" {
+		return esc(firstLine(s.LastError, 100))
+	}
+	if s.State == "" {
+		return "no such backend"
+	}
+	return string(s.State)
 }
 
 func sortedNames[V any](m map[string]V) []string {
