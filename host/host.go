@@ -90,6 +90,22 @@ type Options struct {
 	// It must not block for long and must be safe for concurrent use.
 	Audit func(AuditRecord)
 
+	// AuditKey is the key of the audit records' ArgsHMAC (HMAC-SHA-256,
+	// RFC 2104): at least 32 random bytes (shorter: New fails with
+	// ErrAudit). Nil (the default): the key in AuditKeyFile. Used only when
+	// auditing is on ([host] audit_log or Audit).
+	AuditKey []byte
+
+	// AuditKeyFile is the file the audit key is read from when AuditKey is
+	// nil, created (32 random bytes as 64 hex digits, mode 0600, its
+	// directory 0700) when missing. Default DefaultAuditKeyFile
+	// (os.UserConfigDir()/toolhost/audit.key). A file that is a symbolic
+	// link, not owned by this user, or readable or writable by group or
+	// others, or a directory writable by them, is refused: New fails with
+	// ErrAudit. Rotate the key with RotateAuditKey (toolhost audit
+	// rotate-key).
+	AuditKeyFile string
+
 	// Events, when set, receives every Event from the start of New on, as
 	// a Host.Subscribe callback does (in order, on a goroutine of its own).
 	Events func(Event)
@@ -274,7 +290,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	if h.opts.Events != nil {
 		h.Subscribe(h.opts.Events)
 	}
-	a, err := newAuditor(cfg, h.opts.Audit, h.logger)
+	a, err := newAuditor(cfg, &h.opts, h.logger)
 	if err != nil {
 		h.cancel()
 		return nil, err
