@@ -68,6 +68,8 @@ Commands:
   login NAME [--no-browser] [--timeout D]
                                  log in to the OAuth server NAME ([servers.NAME.oauth]) in a browser
                                  (or $BROWSER) and store its token; logout NAME deletes it
+  audit key | rotate-key         show, or replace with a new random one, the key of the audit
+                                 log's args_hmac (this installation's; 'toolhost audit --help')
   serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]
                                  serve the catalogue as an MCP server: on stdin/stdout, or over
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
@@ -157,6 +159,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.logout(rest)
 	case "prewarm":
 		return c.prewarm(rest)
+	case "audit":
+		return c.auditCmd(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -742,6 +746,9 @@ func (c *cli) check(args []string) int {
 	fmt.Fprintf(c.stdout, "policy: default %s, %d allow, %d deny; profiles: %s\n", cfg.Policy.Default, len(cfg.Policy.Allow), len(cfg.Policy.Deny), dash(strings.Join(sortedNames(cfg.Profiles), ", ")))
 	if cfg.Host.AuditLog != "" {
 		fmt.Fprintf(c.stdout, "audit log: %s\n", cfg.Host.AuditLog)
+		if code := c.checkAuditKey(); code != exitOK {
+			return code
+		}
 	}
 	for _, d := range cfg.DeadAllows() {
 		fmt.Fprintf(c.stdout, "note: %s can never allow anything: %s denies all it matches (deny wins)\n", d.Allow, d.Deny)
