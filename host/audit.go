@@ -174,7 +174,7 @@ func auditKey(opts *Options) ([]byte, error) {
 		if len(opts.AuditKey) < auditkey.Size {
 			return nil, fmt.Errorf("%w: Options.AuditKey has %d bytes; an HMAC-SHA-256 key needs at least %d random bytes", ErrAudit, len(opts.AuditKey), auditkey.Size)
 		}
-		return opts.AuditKey, nil
+		return slices.Clone(opts.AuditKey), nil
 	}
 	path := opts.AuditKeyFile
 	if path == "" {
