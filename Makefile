@@ -61,7 +61,7 @@ run: build plugins tsclient
 	@./$(BIN)/toolhost status
 	@echo; echo '== toolhost serve on loopback, and one call through it by a real MCP client (the TypeScript SDK)'
 	@./$(BIN)/toolhost serve --listen 127.0.0.1:0 2>$(BIN)/serve.log & pid=$$!; \
-	  for i in $$(seq 1 600); do grep -q 'serving MCP' $(BIN)/serve.log && break; kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
+	  for i in $$(seq 1 600); do grep -qs 'serving MCP' $(BIN)/serve.log && break; kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
 	  url=$$(sed -n 's/.*serving MCP (Streamable HTTP) at \(http[^ ]*\).*/\1/p' $(BIN)/serve.log); echo "serving at $$url"; \
 	  CALL=jq__jq ARGS='{"filter":".[0].name","input":[{"name":"through the gateway"}]}' node testdata/tsclient/client.mjs http $$url; rc=$$?; \
 	  kill -TERM $$pid; wait $$pid; exit $$rc

@@ -143,7 +143,7 @@ func fileRoots(uris []string) []*mcp.Root {
 
 // auditAsk writes the audit record of one elicitation or sampling request.
 // For an accepted elicitation, Args holds the content the user gave,
-// redacted like a call's arguments, and ArgsSHA256 its hash; a sampling
+// redacted like a call's arguments, and ArgsHMAC its keyed hash; a sampling
 // request's record holds no content, only ResultBytes, the size of the
 // answer's JSON text.
 func (h *Host) auditAsk(op, backend string, ci *CallInfo, start time.Time, res any, err error) {
@@ -162,7 +162,7 @@ func (h *Host) auditAsk(op, backend string, ci *CallInfo, start time.Time, res a
 				if raw, jerr := json.Marshal(r.Content); jerr == nil {
 					if v, derr := decodeJSON(raw); derr == nil {
 						canonical, redacted := canonicalArgs(v, h.audit, len(raw))
-						rec.ArgsSHA256, rec.Args = hashArgs(canonical), redacted
+						rec.ArgsHMAC, rec.Args = h.audit.hashArgs(canonical), redacted
 					}
 				}
 			}

@@ -2,11 +2,13 @@ package host
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"regexp"
 	"slices"
@@ -20,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/auditkey"
 	"github.com/toolhost/toolhost/internal/jsonx"
 )
 
@@ -67,11 +70,20 @@ type AuditRecord struct {
 	// LatencyMS is the time from the call's start to its result, in
 	// milliseconds (fractional).
 	LatencyMS float64 `json:"latency_ms"`
-	// ArgsSHA256 is the hex SHA-256 of the canonical arguments: the JSON
-	// object with keys sorted at every level and no insignificant space
-	// (numbers as sent). For arguments that are not a JSON object, the
-	// SHA-256 of the bytes as given.
-	ArgsSHA256 string `json:"args_sha256"`
+	// ArgsHMAC is the hex HMAC-SHA-256 (RFC 2104) of the canonical
+	// arguments, under the installation's audit key (Options.AuditKey,
+	// Options.AuditKeyFile): the JSON object with keys sorted at every
+	// level and no insignificant space (numbers as sent), before
+	// redaction. For arguments that are not a JSON object, the HMAC of the
+	// bytes as given. Equal arguments have equal hashes under one key, so
+	// records can be correlated; without the key, a redacted value cannot
+	// be recovered by hashing candidates (a plain hash of a 4-digit PIN
+	// can). Empty when the record has no arguments (resources/read).
+	ArgsHMAC string `json:"args_hmac"`
+	// KeyID identifies the key ArgsHMAC was computed with (16 hex digits;
+	// see Host.AuditKeyID): records written before a key rotation (toolhost
+	// audit rotate-key) have another. Empty when ArgsHMAC is.
+	KeyID string `json:"key_id,omitempty"`
 	// Args is the canonical arguments with the values of sensitive keys
 	// replaced by "[REDACTED]"; null when the arguments are not an object.
 	Args json.RawMessage `json:"args"`
@@ -120,6 +132,9 @@ type auditor struct {
 	scrub  *strings.Replacer // config secrets -> [REDACTED]; nil if none
 	logger hclog.Logger
 
+	keyID string    // auditkey.ID of the HMAC key
+	macs  sync.Pool // hash.Hash: HMAC-SHA-256 under the key
+
 	mu       sync.Mutex // serialises writes to f
 	failures atomic.Int64
 	lastLog  atomic.Int64 // unix nanoseconds of the last failure logged
@@ -127,10 +142,20 @@ type auditor struct {
 
 func (a *auditor) enabled() bool { return a != nil && (a.f != nil || a.hook != nil) }
 
-// newAuditor opens the audit log for appending (0600) and collects the
-// configuration's secret values.
-func newAuditor(cfg *config.Config, hook func(AuditRecord), logger hclog.Logger) (*auditor, error) {
-	a := &auditor{hook: hook, extra: cfg.Host.AuditRedactRE, logger: logger.Named("audit"), path: cfg.Host.AuditLog}
+// newAuditor opens the audit log for appending (0600), loads (or creates)
+// the HMAC key of the arguments' hashes when auditing is on, and collects
+// the configuration's secret values.
+func newAuditor(cfg *config.Config, opts *Options, logger hclog.Logger) (*auditor, error) {
+	a := &auditor{hook: opts.Audit, extra: cfg.Host.AuditRedactRE, logger: logger.Named("audit"), path: cfg.Host.AuditLog}
+	if a.path == "" && a.hook == nil {
+		return a, nil
+	}
+	key, err := auditKey(opts)
+	if err != nil {
+		return nil, err
+	}
+	a.keyID = auditkey.ID(key)
+	a.macs.New = func() any { return hmac.New(sha256.New, key) }
 	if a.path != "" {
 		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -140,6 +165,67 @@ func newAuditor(cfg *config.Config, hook func(AuditRecord), logger hclog.Logger)
 	}
 	a.scrub = secretScrubber(cfg)
 	return a, nil
+}
+
+// auditKey returns Options.AuditKey, else the key of Options.AuditKeyFile
+// (default auditkey.DefaultPath), created there if missing.
+func auditKey(opts *Options) ([]byte, error) {
+	if opts.AuditKey != nil {
+		if len(opts.AuditKey) < auditkey.Size {
+			return nil, fmt.Errorf("%w: Options.AuditKey has %d bytes; an HMAC-SHA-256 key needs at least %d random bytes", ErrAudit, len(opts.AuditKey), auditkey.Size)
+		}
+		return slices.Clone(opts.AuditKey), nil
+	}
+	path := opts.AuditKeyFile
+	if path == "" {
+		p, err := auditkey.DefaultPath()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrAudit, err)
+		}
+		path = p
+	}
+	key, err := auditkey.LoadOrCreate(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the key of the arguments' hashes: %w", ErrAudit, err)
+	}
+	return key, nil
+}
+
+// DefaultAuditKeyFile is where a Host keeps the key of the audit records'
+// ArgsHMAC when Options.AuditKey and Options.AuditKeyFile are not set:
+// os.UserConfigDir()/toolhost/audit.key ($XDG_CONFIG_HOME/toolhost/audit.key
+// or ~/.config/toolhost/audit.key on Linux), 64 hex digits, mode 0600 in a
+// directory of mode 0700.
+func DefaultAuditKeyFile() (string, error) { return auditkey.DefaultPath() }
+
+// RotateAuditKey replaces the audit key in path (DefaultAuditKeyFile when
+// empty) with a new random one, atomically, and returns the IDs (see
+// AuditRecord.KeyID) of the old key ("" when there was none usable) and the
+// new one. The old key is not kept. A Host that is running keeps the key it
+// loaded until it is restarted. `toolhost audit rotate-key` runs it.
+func RotateAuditKey(path string) (oldID, newID string, err error) {
+	if path == "" {
+		if path, err = auditkey.DefaultPath(); err != nil {
+			return "", "", err
+		}
+	}
+	old, key, err := auditkey.Rotate(path)
+	if err != nil {
+		return "", "", err
+	}
+	if old != nil {
+		oldID = auditkey.ID(old)
+	}
+	return oldID, auditkey.ID(key), nil
+}
+
+// AuditKeyID returns the ID of the key the audit records' ArgsHMAC are
+// computed with (AuditRecord.KeyID), or "" when auditing is off.
+func (h *Host) AuditKeyID() string {
+	if h.audit == nil {
+		return ""
+	}
+	return h.audit.keyID
 }
 
 // secretScrubber replaces every value of a server's env and headers and of a
@@ -195,6 +281,9 @@ func (a *auditor) close() error {
 // and logged at Error level, at most once every 10 seconds; it never fails
 // the call.
 func (a *auditor) write(rec *AuditRecord) {
+	if rec.ArgsHMAC != "" {
+		rec.KeyID = a.keyID
+	}
 	if a.scrub != nil {
 		rec.Error = a.scrub.Replace(rec.Error)
 	}
@@ -271,8 +360,12 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 	}
 	b = append(b, `,"latency_ms":`...)
 	b = strconv.AppendFloat(b, r.LatencyMS, 'f', -1, 64)
-	b = append(b, `,"args_sha256":`...)
-	b = appendString(b, r.ArgsSHA256)
+	b = append(b, `,"args_hmac":`...)
+	b = appendString(b, r.ArgsHMAC)
+	if r.KeyID != "" {
+		b = append(b, `,"key_id":`...)
+		b = appendString(b, r.KeyID)
+	}
 	b = append(b, `,"args":`...)
 	if len(r.Args) == 0 {
 		b = append(b, "null"...)
@@ -418,9 +511,14 @@ func (a *auditor) sensitive(key string) bool {
 	return false
 }
 
-// hashArgs returns the hex SHA-256 of canonical JSON.
-func hashArgs(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
+// hashArgs returns the hex HMAC-SHA-256 of canonical JSON under a's key.
+func (a *auditor) hashArgs(canonical []byte) string {
+	m := a.macs.Get().(hash.Hash)
+	m.Reset()
+	m.Write(canonical)
+	var sum [sha256.Size]byte
+	m.Sum(sum[:0])
+	a.macs.Put(m)
 	var h [2 * sha256.Size]byte
 	hex.Encode(h[:], sum[:])
 	return string(h[:])

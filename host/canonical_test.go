@@ -2,12 +2,15 @@ package host
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -22,14 +25,19 @@ func decodeArgs(t testing.TB, s string) any {
 	return v
 }
 
+// testKey is testAuditor's HMAC key.
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
 func testAuditor() *auditor {
-	return &auditor{
+	a := &auditor{
 		extra: []*regexp.Regexp{regexp.MustCompile(`^pin$`)},
 		scrub: strings.NewReplacer("tok-secret", redacted),
 	}
+	a.macs.New = func() any { return hmac.New(sha256.New, testKey) }
+	return a
 }
 
-// TestCanonicalArgs checks the canonical form (hashed into ArgsSHA256) and
+// TestCanonicalArgs checks the canonical form (hashed into ArgsHMAC) and
 // the redacted copy (AuditRecord.Args), made in one pass when nothing is
 // redacted and in two otherwise.
 func TestCanonicalArgs(t *testing.T) {
@@ -61,9 +69,10 @@ func TestCanonicalArgs(t *testing.T) {
 			if string(args) != want {
 				t.Errorf("args\n%s\nwant\n%s", args, want)
 			}
-			sum := sha256.Sum256([]byte(tc.canonical))
-			if got := hashArgs(canonical); got != hex.EncodeToString(sum[:]) {
-				t.Errorf("hash %s, want the SHA-256 of %s", got, tc.canonical)
+			mac := hmac.New(sha256.New, testKey)
+			mac.Write([]byte(tc.canonical))
+			if got := a.hashArgs(canonical); got != hex.EncodeToString(mac.Sum(nil)) {
+				t.Errorf("hash %s, want the HMAC-SHA-256 of %s", got, tc.canonical)
 			}
 			// Without an auditor: the canonical form only.
 			if c, args := canonicalArgs(decodeArgs(t, tc.in), nil, 0); string(c) != tc.canonical || string(args) != tc.canonical {
@@ -178,4 +187,45 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("%q: invalid JSON %s", s, got[1:])
 		}
 	})
+}
+
+// TestAppendRecordAsEncodingJSON: the audit line is what encoding/json
+// writes for the record (field names and order), args_hmac and key_id
+// included.
+func TestAppendRecordAsEncodingJSON(t *testing.T) {
+	a := testAuditor()
+	rec := AuditRecord{Time: time.Date(2026, 11, 26, 1, 2, 3, 4, time.UTC), Profile: "p", Client: "c", Tool: "fx__echo", Backend: "fx",
+		Decision: "allow", Rule: "r", Outcome: OutcomeOK, Error: "e", LatencyMS: 1.5, ArgsHMAC: a.hashArgs([]byte(`{}`)), KeyID: "0011223344556677",
+		Args: json.RawMessage(`{}`), ResultBytes: 7, Retries: 1, Fallback: "f", FallbackFor: "g"}
+	want, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appendRecord(nil, &rec); string(got) != string(want)+"\n" {
+		t.Errorf("appendRecord\n%s\nencoding/json\n%s", got, want)
+	}
+}
+
+// BenchmarkArgsHash: the audit record's args_hmac (HMAC-SHA-256 from a pool)
+// against the plain SHA-256 it replaced, for small and 1 KiB arguments.
+//
+//	go test -run '^$' -bench ArgsHash -count 6 ./host/
+func BenchmarkArgsHash(b *testing.B) {
+	a := testAuditor()
+	for _, size := range []int{32, 1024} {
+		canonical := []byte(`{"text":"` + strings.Repeat("x", size-11) + `"}`)
+		b.Run(fmt.Sprintf("size=%d/hash=sha256", size), func(b *testing.B) {
+			b.SetBytes(int64(len(canonical)))
+			for b.Loop() {
+				sum := sha256.Sum256(canonical)
+				_ = hex.EncodeToString(sum[:])
+			}
+		})
+		b.Run(fmt.Sprintf("size=%d/hash=hmac", size), func(b *testing.B) {
+			b.SetBytes(int64(len(canonical)))
+			for b.Loop() {
+				_ = a.hashArgs(canonical)
+			}
+		})
+	}
 }

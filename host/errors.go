@@ -98,7 +98,8 @@ var (
 	ErrUnhealthy = errors.New("backend unhealthy")
 
 	// ErrAudit: the audit log ([host] audit_log) cannot be opened for
-	// appending. Returned by New: the host fails closed at start-up (a
+	// appending, or the key of its arguments' hashes cannot be used
+	// (Options.AuditKey, Options.AuditKeyFile). Returned by New: the host fails closed at start-up (a
 	// write failure later is logged and counted, see Host.AuditFailures).
 	ErrAudit = errors.New("audit log unavailable")
 )

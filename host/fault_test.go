@@ -616,7 +616,7 @@ fallback = "other__sleep"
 	if primary.Tool != "primary__sleep" || primary.Outcome != host.OutcomeTimeout || primary.Fallback != "other__sleep" {
 		t.Errorf("primary record %+v, want a timeout that used other__sleep", primary)
 	}
-	if fb.Tool != "other__sleep" || fb.Outcome != host.OutcomeOK || fb.FallbackFor != "primary__sleep" || fb.ArgsSHA256 != primary.ArgsSHA256 {
+	if fb.Tool != "other__sleep" || fb.Outcome != host.OutcomeOK || fb.FallbackFor != "primary__sleep" || fb.ArgsHMAC != primary.ArgsHMAC {
 		t.Errorf("fallback record %+v, want ok, fallback_for primary__sleep, same arguments", fb)
 	}
 }

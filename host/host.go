@@ -90,6 +90,22 @@ type Options struct {
 	// It must not block for long and must be safe for concurrent use.
 	Audit func(AuditRecord)
 
+	// AuditKey is the key of the audit records' ArgsHMAC (HMAC-SHA-256,
+	// RFC 2104): at least 32 random bytes (shorter: New fails with
+	// ErrAudit). Nil (the default): the key in AuditKeyFile. Used only when
+	// auditing is on ([host] audit_log or Audit).
+	AuditKey []byte
+
+	// AuditKeyFile is the file the audit key is read from when AuditKey is
+	// nil, created (32 random bytes as 64 hex digits, mode 0600, its
+	// directory 0700) when missing. Default DefaultAuditKeyFile
+	// (os.UserConfigDir()/toolhost/audit.key). A file that is a symbolic
+	// link, not owned by this user, or readable or writable by group or
+	// others, or a directory writable by them, is refused: New fails with
+	// ErrAudit. Rotate the key with RotateAuditKey (toolhost audit
+	// rotate-key).
+	AuditKeyFile string
+
 	// Events, when set, receives every Event from the start of New on, as
 	// a Host.Subscribe callback does (in order, on a goroutine of its own).
 	Events func(Event)
@@ -274,7 +290,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	if h.opts.Events != nil {
 		h.Subscribe(h.opts.Events)
 	}
-	a, err := newAuditor(cfg, h.opts.Audit, h.logger)
+	a, err := newAuditor(cfg, &h.opts, h.logger)
 	if err != nil {
 		h.cancel()
 		return nil, err
@@ -309,19 +325,43 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 }
 
 // ToolOptionProblems lists the [tools.NAME] tables that name a tool, or a
-// fallback, that is not in the catalogue now (a typo, or a backend that is
-// not up). toolhost check prints them.
+// fallback, that is not in the catalogue (a typo, or a tool the backend's
+// tools/deny_tools leave out). A name is checked only against a catalogue
+// that can answer for it: when no backend's tool prefix fits it (see Needs),
+// or when every backend whose prefix fits it has listed its tools (it has
+// started at least once and is not disabled). A name one of whose possible
+// owners has not listed yet (lazy and not used, a call that started only its
+// own backends, a start that failed) is not reported: it may still come.
+// toolhost check --profile prints them; New and Apply log them.
 func (h *Host) ToolOptionProblems() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	var out []string
 	tools := h.config().Tools
+	missing := func(name string) bool {
+		if _, ok := h.tools[name]; ok {
+			return false
+		}
+		for _, b := range h.all() {
+			prefix := invalidNameChars.ReplaceAllString(b.prefix, "_")
+			if !strings.HasPrefix(name, prefix) || len(name) <= len(prefix) {
+				continue
+			}
+			b.mu.Lock()
+			listed := b.known && b.state != StateClosed && b.state != StateDisabled
+			b.mu.Unlock()
+			if !listed {
+				return false
+			}
+		}
+		return true
+	}
 	for _, name := range sortedKeys(tools) {
 		t := tools[name]
-		if _, ok := h.tools[name]; !ok {
+		if missing(name) {
 			out = append(out, fmt.Sprintf("[tools.%s] (line %d): no tool %q in the catalogue", name, t.Line, name))
 		}
-		if _, ok := h.tools[t.Fallback]; t.Fallback != "" && !ok {
+		if t.Fallback != "" && missing(t.Fallback) {
 			out = append(out, fmt.Sprintf("[tools.%s] (line %d): fallback %q is not in the catalogue", name, t.Line, t.Fallback))
 		}
 	}

@@ -51,7 +51,7 @@ func auditLayer(h *Host, next handler) handler {
 				obj[k] = v
 			}
 			canonical, redacted := canonicalArgs(obj, h.audit, 64)
-			rec.ArgsSHA256, rec.Args = hashArgs(canonical), redacted
+			rec.ArgsHMAC, rec.Args = h.audit.hashArgs(canonical), redacted
 		case methodReadResource:
 			rec.Op, rec.URI = o.method, o.name
 		case methodComplete:
@@ -93,7 +93,7 @@ func (o *op) decode(h *Host) error {
 	o.val, o.decoded = v, true
 	if o.rec != nil {
 		canonical, redactedArgs := canonicalArgs(o.val, h.audit, len(o.raw))
-		o.rec.ArgsSHA256, o.rec.Args = hashArgs(canonical), redactedArgs
+		o.rec.ArgsHMAC, o.rec.Args = h.audit.hashArgs(canonical), redactedArgs
 	}
 	return nil
 }

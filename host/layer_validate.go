@@ -30,7 +30,7 @@ func validateLayer(h *Host, next handler) handler {
 		}
 		if o.argErr != nil {
 			if o.rec != nil {
-				o.rec.ArgsSHA256 = hashArgs(o.raw)
+				o.rec.ArgsHMAC = h.audit.hashArgs(o.raw)
 			}
 			return nil, fmt.Errorf("%s: %w", o.name, o.argErr)
 		}

@@ -81,8 +81,9 @@ type View struct {
 }
 
 // Profile returns the view of the profile name. An unknown name is an error
-// wrapping ErrUnknownProfile. Backends the profile recommends that are not
-// ready are logged as a warning; those it requires make every CallTool of
+// wrapping ErrUnknownProfile. Backends the profile recommends that are down
+// (failed, restarting or needing a login; not idle or starting) are logged
+// as a warning with their last error; those it requires make every CallTool of
 // the view fail with ErrRequiredBackend while they are down.
 func (h *Host) Profile(name string) (*View, error) {
 	h.mu.RLock()
@@ -96,8 +97,12 @@ func (h *Host) Profile(name string) (*View, error) {
 	if !ok || name == "" || profiles[name] == nil {
 		return nil, fmt.Errorf("%w %q: the profiles are the [profiles.NAME] tables of the configuration (%d defined)", ErrUnknownProfile, name, len(profiles))
 	}
+	// A recommended backend is worth a warning only when it is down
+	// (failed, restarting, or waiting for a login), with the reason: one
+	// that is idle (lazy, or left unstarted by a program that starts only
+	// what a call needs) or still starting is on its way.
 	for _, b := range profiles[name].Recommends {
-		if ok, err := h.named(b).ready(); !ok {
+		if down, err := h.named(b).down(); down {
 			h.logger.Warn("profile recommends a backend that is not ready", "profile", name, "backend", b, "error", err)
 		}
 	}

@@ -3,6 +3,7 @@ package host_test
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,6 +26,9 @@ import (
 )
 
 const secret = "tok-very-secret"
+
+// auditTestKey is the audit key of the tests that check ArgsHMAC.
+var auditTestKey = []byte("0123456789abcdef0123456789abcdef")
 
 // policyHost starts a Host on toml with @FIXTURE@, @PDKECHO@ (the pdk echo
 // plugin: tool echo, "text" required) and @ECHO@ (the raw-ABI echo plugin)
@@ -239,7 +243,7 @@ func TestPolicyAndProfiles(t *testing.T) {
 			t.Errorf("denied record %+v", r)
 		}
 		// Every attempt, denied and unknown ones too, records its arguments.
-		if len(r.ArgsSHA256) != 64 || len(r.Args) == 0 {
+		if len(r.ArgsHMAC) != 64 || len(r.KeyID) != 16 || len(r.Args) == 0 {
 			t.Errorf("record without arguments: %+v", r)
 		}
 	}
@@ -349,7 +353,7 @@ config = { echo_prefix = "${SECRET_TOKEN}" }
 
 [policy]
 deny = ["fx__fail"]
-`, &host.Options{Audit: func(r host.AuditRecord) { mu.Lock(); hooked = append(hooked, r); mu.Unlock() }})
+`, &host.Options{AuditKey: auditTestKey, Audit: func(r host.AuditRecord) { mu.Lock(); hooked = append(hooked, r); mu.Unlock() }})
 	ctx := context.Background()
 	lines := func() []string {
 		data, err := os.ReadFile(path)
@@ -396,9 +400,10 @@ deny = ["fx__fail"]
 		t.Fatal(err)
 	}
 	canonical, _ := json.Marshal(args) // encoding/json sorts map keys
-	sum := sha256.Sum256(canonical)
-	if first.ArgsSHA256 != hex.EncodeToString(sum[:]) {
-		t.Errorf("args_sha256 %s, want the SHA-256 of %s", first.ArgsSHA256, canonical)
+	mac := hmac.New(sha256.New, auditTestKey)
+	mac.Write(canonical)
+	if first.ArgsHMAC != hex.EncodeToString(mac.Sum(nil)) || first.KeyID != h.AuditKeyID() || len(first.KeyID) != 16 {
+		t.Errorf("args_hmac %s key_id %s, want the HMAC-SHA-256 of %s under key %s", first.ArgsHMAC, first.KeyID, canonical, h.AuditKeyID())
 	}
 	wantArgs := `{"Password":"[REDACTED]","opts":{"alpha":null,"apiKey":"[REDACTED]","zeta":[1.5,true]},"pin":"[REDACTED]","text":"carry [REDACTED]"}`
 	if string(first.Args) != wantArgs {

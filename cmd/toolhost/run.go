@@ -68,6 +68,8 @@ Commands:
   login NAME [--no-browser] [--timeout D]
                                  log in to the OAuth server NAME ([servers.NAME.oauth]) in a browser
                                  (or $BROWSER) and store its token; logout NAME deletes it
+  audit key | rotate-key         show, or replace with a new random one, the key of the audit
+                                 log's args_hmac (this installation's; 'toolhost audit --help')
   serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]
                                  serve the catalogue as an MCP server: on stdin/stdout, or over
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
@@ -157,6 +159,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.logout(rest)
 	case "prewarm":
 		return c.prewarm(rest)
+	case "audit":
+		return c.auditCmd(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -745,6 +749,9 @@ func (c *cli) check(args []string) int {
 	fmt.Fprintf(c.stdout, "policy: default %s, %d allow, %d deny; profiles: %s\n", cfg.Policy.Default, len(cfg.Policy.Allow), len(cfg.Policy.Deny), dash(strings.Join(sortedNames(cfg.Profiles), ", ")))
 	if cfg.Host.AuditLog != "" {
 		fmt.Fprintf(c.stdout, "audit log: %s\n", cfg.Host.AuditLog)
+		if code := c.checkAuditKey(); code != exitOK {
+			return code
+		}
 	}
 	for _, d := range cfg.DeadAllows() {
 		fmt.Fprintf(c.stdout, "note: %s can never allow anything: %s denies all it matches (deny wins)\n", d.Allow, d.Deny)
@@ -806,16 +813,24 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 		st[s.Name] = s
 	}
 	for _, b := range p.Requires {
-		if s := st[b]; s.State != host.StateReady {
-			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, dash(esc(firstLine(s.LastError, 100))))
-			code = exitCallError
-		} else {
+		switch s := st[b]; s.State {
+		case host.StateReady:
 			fmt.Fprintf(c.stdout, "requires %s: ready\n", b)
+		case host.StateIdle, host.StateStarting:
+			// Lazy (start = "lazy"): not down, it starts at first use.
+			fmt.Fprintf(c.stdout, "requires %s: %s (starts at first use)\n", b, s.State)
+		default:
+			fmt.Fprintf(c.stdout, "requires %s: NOT READY (%s): every call in this profile fails\n", b, notReadyWhy(s))
+			code = exitCallError
 		}
 	}
 	for _, b := range p.Recommends {
-		if s := st[b]; s.State != host.StateReady {
-			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, dash(esc(firstLine(s.LastError, 100))))
+		switch s := st[b]; s.State {
+		case host.StateReady:
+		case host.StateIdle, host.StateStarting:
+			fmt.Fprintf(c.stdout, "recommends %s: %s (starts at first use)\n", b, s.State)
+		default:
+			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, notReadyWhy(s))
 		}
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
@@ -832,6 +847,17 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 	}
 	tw.Flush()
 	return code
+}
+
+// notReadyWhy is a backend's last error, else its state (never empty).
+func notReadyWhy(s host.BackendStatus) string {
+	if s.LastError != "" {
+		return esc(firstLine(s.LastError, 100))
+	}
+	if s.State == "" {
+		return "no such backend"
+	}
+	return string(s.State)
 }
 
 func sortedNames[V any](m map[string]V) []string {
