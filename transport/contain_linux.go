@@ -115,18 +115,11 @@ func containAttr(level int32) *syscall.SysProcAttr {
 	return a
 }
 
-// startContained starts the command newCmd builds at the strongest
-// containment level allowed (see contained). The caller must run it on a
+// start starts the command newCmd builds at the strongest containment
+// level allowed, and returns the level it used. The caller must run it on a
 // goroutine locked to its OS thread that stays so until the child is
 // reaped: the death signal is tied to the thread that forked the child, not
 // the process, and the Go runtime may end an unlocked thread.
-func startContained(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
-	cmd, _, err := contained.start(newCmd)
-	return cmd, err
-}
-
-// start is startContained with this cache of the level; it also returns
-// the level the command was started at.
 func (c *containment) start(newCmd func() *exec.Cmd) (*exec.Cmd, int32, error) {
 	level := c.level.Load()
 	if level == containUnknown {

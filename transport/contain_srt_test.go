@@ -1,0 +1,93 @@
+//go:build linux
+
+package transport_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/transport"
+)
+
+var srtInstall sync.Mutex
+
+// srtCLI returns the path of the pinned sandbox-runtime's CLI
+// (testdata/srt, installed with npm ci when missing). srt runs its command
+// in bubblewrap with socat proxies and uses ripgrep; when node or one of
+// these is missing the test is skipped, or fails under CI (the CI variable
+// set), where .ci/run installs them.
+func srtCLI(t *testing.T) string {
+	t.Helper()
+	var missing []string
+	for _, p := range []string{"node", "npm", "bwrap", "socat", "rg"} {
+		if _, err := exec.LookPath(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		msg := "srt needs " + strings.Join(missing, ", ") + ": install Node.js and `apt-get install bubblewrap socat ripgrep` (.ci/run does)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	dir := filepath.Join(testutil.Root(), "testdata", "srt")
+	cli := filepath.Join(dir, "node_modules", "@anthropic-ai", "sandbox-runtime", "dist", "cli.js")
+	srtInstall.Lock()
+	defer srtInstall.Unlock()
+	if _, err := os.Stat(cli); err != nil {
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	}
+	return cli
+}
+
+// TestStdioSrtWrappedServer: a stdio server wrapped in Anthropic's
+// sandbox-runtime (srt, which runs it in bubblewrap: a PID namespace of its
+// own with a fresh /proc, which bwrap mounts by opening /proc/PID/ns/ of
+// getpid()) starts under toolhost and answers a call. Before each server
+// got a /proc of its namespace, bwrap failed at start ("bwrap: open
+// /proc/23/ns/ns failed"). The settings allow no network and no writes.
+func TestStdioSrtWrappedServer(t *testing.T) {
+	cli := srtCLI(t)
+	settings := filepath.Join(t.TempDir(), "srt-settings.json")
+	if err := os.WriteFile(settings, []byte(`{"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},"network":{"allowedDomains":[],"deniedDomains":[]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := transport.NewStdio(transport.Command{
+		Path:       "node",
+		Args:       []string{cli, "--settings", settings, testutil.Fixture(t), "-proc"},
+		InheritEnv: config.DefaultInheritEnv,
+	}, &transport.StdioOptions{Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: testWriter{t}, Level: hclog.Debug}), TerminateGrace: 500 * time.Millisecond})
+	defer tr.Close()
+	// srt starts node, socat proxies and bwrap before the server: allow for
+	// a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := tr.Connect(ctx); err != nil {
+		t.Fatalf("srt-wrapped server did not start (containment %s): %v", transport.Containment(), err)
+	}
+	res, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "through srt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "through srt" {
+		t.Fatalf("echo through srt: %+v", res.Content)
+	}
+	v := callProcView(t, tr)
+	t.Logf("containment %s; the server inside srt sees pid %d, /proc/self -> %s, %d processes", transport.Containment(), v.Pid, v.Self, len(v.Listed))
+}
