@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/toolhost/toolhost/transport/internal/procinit"
 )
 
 // Containment of a stdio server's processes (Linux). Each server is started
@@ -28,11 +30,11 @@ import (
 // (proc(5); pid_namespaces(7), "/proc and PID namespaces"). Go's
 // SysProcAttr runs no code between clone and execve, and only a process in
 // the namespace can mount its procfs, so the child is first this very
-// executable (/proc/self/exe) with argv[0] procInitArg0: the init function
-// below makes the mount tree private, mounts the procfs and execve()s the
-// server in the same process, which stays PID 1 (no extra process). It
-// reports a failure on a close-on-exec pipe (fd 3), which the parent reads
-// to its end: EOF means the server's execve succeeded.
+// executable (/proc/self/exe) with argv[0] procinit.Arg0: the init function
+// of package procinit makes the mount tree private, mounts the procfs and
+// execve()s the server in the same process, which stays PID 1 (no extra
+// process). It reports a failure on a close-on-exec pipe (fd 3), which the
+// parent reads to its end: EOF means the server's execve succeeded.
 //
 // Namespaces need CAP_SYS_ADMIN; without it toolhost tries a user namespace
 // (mapping its own uid and gid, nothing else) holding the others, which
@@ -56,7 +58,10 @@ const (
 
 // containment remembers the first level that worked, so later starts do
 // not try the ones this process is not allowed.
-type containment struct{ level atomic.Int32 }
+type containment struct {
+	level      atomic.Int32
+	mountFault bool // tests: the shim reports its procfs mount as refused
+}
 
 // contained is the level of every Stdio of this process.
 var contained containment
@@ -130,7 +135,7 @@ func (c *containment) start(newCmd func() *exec.Cmd) (*exec.Cmd, int32, error) {
 		cmd.SysProcAttr = containAttr(level)
 		var err error
 		if freshProc(level) {
-			err = startThroughProcInit(cmd)
+			err = startThroughProcInit(cmd, c.mountFault)
 		} else {
 			err = cmd.Start()
 		}
@@ -153,59 +158,6 @@ func notAllowed(err error) bool {
 	}
 	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) ||
 		errors.Is(err, syscall.EUSERS)
-}
-
-// procInitArg0 marks the re-executed child. It has no slash, while the
-// argv[0] of every server Connect starts is the program's path (a name
-// without a slash is looked up in PATH first), so no configuration can
-// start the shim; and the shim acts only as PID 1 of a new PID namespace.
-const procInitArg0 = "toolhost-procinit"
-
-// procInitFD is the status pipe's write end in the shim (cmd.ExtraFiles[0]).
-const procInitFD = 3
-
-// procInitExe is the executable re-executed as the shim: this one, as the
-// kernel knows it, even if its file was replaced or removed since.
-const procInitExe = "/proc/self/exe"
-
-// procMountFault, when set (by tests only, see export_test.go), is the
-// error the shim's mount reports instead of mounting.
-var procMountFault error
-
-func init() {
-	if len(os.Args) >= 3 && os.Args[0] == procInitArg0 {
-		procInit(os.Args[1], os.Args[2:])
-	}
-}
-
-// procInit runs in the child, first in main's package initialisation:
-// os.Args is [procInitArg0, path, argv...]. It never returns.
-func procInit(path string, argv []string) {
-	syscall.CloseOnExec(procInitFD)
-	fail := func(stage string, err error) {
-		var errno syscall.Errno
-		errors.As(err, &errno)
-		msg := stage + "\x00" + strconv.Itoa(int(errno)) + "\x00" + err.Error()
-		syscall.Write(procInitFD, []byte(msg))
-		syscall.Exit(127)
-	}
-	if os.Getpid() != 1 {
-		fail("namespace", errors.New("not PID 1 of a new PID namespace"))
-	}
-	// Private first: a mount namespace copies the parent's mounts with
-	// their propagation, and a /proc mounted on a shared mount would
-	// propagate to toolhost's namespace (mount_namespaces(7)).
-	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		fail("mount", fmt.Errorf("making / private: %w", err))
-	}
-	err := procMountFault
-	if err == nil {
-		err = syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
-	}
-	if err != nil {
-		fail("mount", fmt.Errorf("mounting a procfs on /proc: %w", err))
-	}
-	fail("exec", syscall.Exec(path, argv, syscall.Environ()))
 }
 
 // procInitError is a failure the shim reported: stage "namespace", "mount"
@@ -234,15 +186,19 @@ func (e *procInitError) Unwrap() error {
 
 // startThroughProcInit starts cmd as the shim's argument and waits until
 // the shim has execve()d it (nil) or failed (the shim has been reaped).
-func startThroughProcInit(cmd *exec.Cmd) error {
+func startThroughProcInit(cmd *exec.Cmd, mountFault bool) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	path := cmd.Path
-	cmd.Args = append([]string{procInitArg0, path}, cmd.Args...)
-	cmd.Path = procInitExe
+	flags := "-"
+	if mountFault {
+		flags = procinit.FlagMountFault
+	}
+	cmd.Args = append([]string{procinit.Arg0, flags, path}, cmd.Args...)
+	cmd.Path = procinit.Exe
 	cmd.ExtraFiles = []*os.File{w}
 	err = cmd.Start()
 	w.Close()
@@ -253,7 +209,7 @@ func startThroughProcInit(cmd *exec.Cmd) error {
 	// exit; a message only on failure.
 	b, rerr := io.ReadAll(io.LimitReader(r, 4096))
 	if rerr == nil && len(b) == 0 {
-		cmd.Args, cmd.Path = cmd.Args[2:], path
+		cmd.Args, cmd.Path = cmd.Args[3:], path
 		return nil
 	}
 	_ = cmd.Wait()

@@ -32,8 +32,7 @@ func TestStdioProcMountRefusedFallsBack(t *testing.T) {
 		Path:       testutil.Fixture(t),
 		Args:       []string{"-proc"},
 		InheritEnv: config.DefaultInheritEnv,
-		Env:        map[string]string{"TOOLHOST_TEST_PROC_MOUNT_FAULT": "1"},
-	}, testStdioOptions(t))
+	}, testStdioOptions(t), true)
 	defer tr.Close()
 	if _, err := tr.Connect(context.Background()); err != nil {
 		t.Fatal(err)
@@ -99,5 +98,30 @@ func mcpEcho(t *testing.T, tr transport.Transport, text string) {
 	}
 	if len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text {
 		t.Fatalf("echo: %+v", res.Content)
+	}
+}
+
+// BenchmarkStdioStart: start the fixture server and complete the
+// initialize handshake, then Close, at each containment level; "/proc=fresh"
+// pays for the procfs shim (one more execve of this binary and its Go
+// runtime start, two mount calls). Compare without -race, as toolhost runs:
+//
+//	go test -run '^$' -bench StdioStart -count 6 ./transport
+func BenchmarkStdioStart(b *testing.B) {
+	fixture := testutil.Fixture(b)
+	for _, bc := range []struct{ name, level string }{
+		{"proc=fresh", "pid-namespace"},
+		{"proc=shared", "pid-namespace-shared-proc"},
+		{"proc=none", "death-signal"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				tr := transport.NewStdioAtLevel(transport.Command{Path: fixture, InheritEnv: config.DefaultInheritEnv}, nil, bc.level)
+				if _, err := tr.Connect(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				tr.Close()
+			}
+		})
 	}
 }

@@ -1,25 +1,24 @@
 package transport
 
-import (
-	"os"
-	"syscall"
-)
-
-// TOOLHOST_TEST_PROC_MOUNT_FAULT in a server's environment makes the procfs
-// shim of a transport test binary report its mount of /proc as refused
-// (EPERM) without trying it. Package variables are initialised before the
-// shim's init runs.
-var _ = func() bool {
-	if os.Getenv("TOOLHOST_TEST_PROC_MOUNT_FAULT") != "" {
-		procMountFault = syscall.EPERM
-	}
-	return true
-}()
-
 // NewStdioOwnContainment is NewStdio with levels tried and kept apart from
-// the process's (Containment); level names the one it has kept.
-func NewStdioOwnContainment(cmd Command, opts *StdioOptions) (s *Stdio, level func() string) {
+// the process's (Containment); level names the one it has kept. With
+// mountFault the procfs shim reports its mount of /proc as refused (EPERM)
+// without trying it.
+func NewStdioOwnContainment(cmd Command, opts *StdioOptions, mountFault bool) (s *Stdio, level func() string) {
 	s = NewStdio(cmd, opts)
-	s.contain = &containment{}
+	s.contain = &containment{mountFault: mountFault}
 	return s, func() string { return levelName(s.contain.level.Load()) }
+}
+
+// NewStdioAtLevel is NewStdio starting at the containment level named
+// (see Containment), falling back from it as usual.
+func NewStdioAtLevel(cmd Command, opts *StdioOptions, name string) *Stdio {
+	s := NewStdio(cmd, opts)
+	s.contain = &containment{}
+	for l := containPIDNS; l <= containNone; l++ {
+		if levelName(l) == name {
+			s.contain.level.Store(l)
+		}
+	}
+	return s
 }
