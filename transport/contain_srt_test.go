@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,8 +45,20 @@ func srtCLI(t *testing.T) string {
 	}
 	dir := filepath.Join(testutil.Root(), "testdata", "srt")
 	cli := filepath.Join(dir, "node_modules", "@anthropic-ai", "sandbox-runtime", "dist", "cli.js")
+	// npm ci empties node_modules first: one install at a time, across
+	// processes too (a second make test beside this one, the Makefile's
+	// install), under flock(2) on the lock file, which npm ci only reads.
 	srtInstall.Lock()
 	defer srtInstall.Unlock()
+	lock, err := os.Open(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	if _, err := os.Stat(cli); err != nil {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
 		cmd.Dir = dir
