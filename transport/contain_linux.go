@@ -113,6 +113,9 @@ func containAttr(level int32) *syscall.SysProcAttr {
 		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
 		if level == containUserNS {
 			a.Cloneflags |= syscall.CLONE_NEWNS
+			// The shim needs it to mount; it drops it before the server's
+			// execve (procinit.CapSysAdmin).
+			a.AmbientCaps = []uintptr{procinit.CapSysAdmin}
 		}
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}

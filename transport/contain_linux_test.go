@@ -116,7 +116,7 @@ func BenchmarkStdioStart(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				tr := transport.NewStdioAtLevel(transport.Command{Path: fixture, InheritEnv: config.DefaultInheritEnv}, nil, bc.level)
+				tr, _ := transport.NewStdioAtLevel(transport.Command{Path: fixture, InheritEnv: config.DefaultInheritEnv}, nil, bc.level)
 				if _, err := tr.Connect(context.Background()); err != nil {
 					b.Fatal(err)
 				}
@@ -124,4 +124,26 @@ func BenchmarkStdioStart(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestStdioProcUserNamespace: at the user+pid-namespace level (what an
+// unprivileged toolhost gets) the server has a /proc of its namespace too;
+// the shim's CAP_SYS_ADMIN, raised as ambient for its mount, is gone from
+// the server's ambient set.
+func TestStdioProcUserNamespace(t *testing.T) {
+	tr, level := transport.NewStdioAtLevel(transport.Command{
+		Path:       testutil.Fixture(t),
+		Args:       []string{"-proc"},
+		InheritEnv: config.DefaultInheritEnv,
+	}, testStdioOptions(t), "user+pid-namespace")
+	defer tr.Close()
+	if _, err := tr.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := level(); got != "user+pid-namespace" {
+		t.Skipf("level %s: user namespaces, or a procfs mount in one, are refused here", got)
+	}
+	v := callProcView(t, tr)
+	checkOwnProc(t, v)
+	t.Logf("server sees %+v", v)
 }

@@ -42,6 +42,8 @@ type procView struct {
 	Args        []string `json:"args"`
 	Listed      []int    `json:"listed"`
 	ListedNames []string `json:"listedNames"`
+	CapEff      string   `json:"capEff"`
+	CapAmb      string   `json:"capAmb"`
 	Error       string   `json:"error"`
 }
 
@@ -85,6 +87,13 @@ func TestStdioProcMatchesPIDNamespace(t *testing.T) {
 	}
 	v := callProcView(t, tr)
 	t.Logf("containment %s; server sees %+v", level, v)
+	checkOwnProc(t, v)
+}
+
+// checkOwnProc fails t unless v shows a /proc of the server's own PID
+// namespace, and no ambient capability left by the shim.
+func checkOwnProc(t *testing.T, v procView) {
+	t.Helper()
 	if v.Pid != 1 {
 		t.Errorf("getpid() = %d in the server, want 1 (PID 1 of its namespace)", v.Pid)
 	}
@@ -95,6 +104,13 @@ func TestStdioProcMatchesPIDNamespace(t *testing.T) {
 		t.Errorf("/proc/1/cmdline = %q, want the server's own %q", v.Init, v.Args)
 	}
 	if len(v.Listed) != 1 || v.Listed[0] != 1 {
-		t.Errorf("/proc lists PIDs %v (%v), want only [1]: processes outside the namespace are visible", v.Listed, v.ListedNames)
+		names := v.ListedNames
+		if len(names) > 12 {
+			names = append(names[:12:12], "...")
+		}
+		t.Errorf("/proc lists %d PIDs (%v), want only [1]: processes outside the namespace are visible", len(v.Listed), names)
+	}
+	if strings.Trim(v.CapAmb, "0") != "" {
+		t.Errorf("the server's ambient capabilities are %s, want none", v.CapAmb)
 	}
 }

@@ -11,14 +11,15 @@ func NewStdioOwnContainment(cmd Command, opts *StdioOptions, mountFault bool) (s
 }
 
 // NewStdioAtLevel is NewStdio starting at the containment level named
-// (see Containment), falling back from it as usual.
-func NewStdioAtLevel(cmd Command, opts *StdioOptions, name string) *Stdio {
-	s := NewStdio(cmd, opts)
+// (see Containment), falling back from it as usual; level names the one it
+// has kept.
+func NewStdioAtLevel(cmd Command, opts *StdioOptions, name string) (s *Stdio, level func() string) {
+	s = NewStdio(cmd, opts)
 	s.contain = &containment{}
 	for l := containPIDNS; l <= containNone; l++ {
 		if levelName(l) == name {
 			s.contain.level.Store(l)
 		}
 	}
-	return s
+	return s, func() string { return levelName(s.contain.level.Load()) }
 }

@@ -24,6 +24,8 @@ type procViewOut struct {
 	Init        []string `json:"init"`   // /proc/1/cmdline, split at NUL
 	Args        []string `json:"args"`   // this process's os.Args
 	Listed      []int    `json:"listed"` // the numeric entries of /proc
+	CapEff      string   `json:"capEff"` // the CapEff line of /proc/self/status
+	CapAmb      string   `json:"capAmb"` // the CapAmb line of /proc/self/status
 	Error       string   `json:"error,omitempty"`
 	ListedNames []string `json:"listedNames"` // /proc/PID/comm of each listed PID
 }
@@ -56,6 +58,16 @@ func addProcView(s *mcp.Server) {
 			for _, pid := range out.Listed {
 				comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 				out.ListedNames = append(out.ListedNames, strings.TrimSpace(string(comm)))
+			}
+			if b, err := os.ReadFile("/proc/self/status"); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+						out.CapEff = strings.TrimSpace(v)
+					}
+					if v, ok := strings.CutPrefix(line, "CapAmb:"); ok {
+						out.CapAmb = strings.TrimSpace(v)
+					}
+				}
 			}
 			out.Error = strings.Join(errs, "; ")
 			return nil, out, nil
