@@ -163,22 +163,15 @@ func notAllowed(err error) bool {
 		errors.Is(err, syscall.EUSERS)
 }
 
-// procInitError is a failure the shim reported: stage "namespace", "mount"
-// (the level is not allowed here) or "exec" (the server cannot be started).
+// procInitError is a failure the shim reported: stage "namespace" or
+// "mount" (the level is not allowed here), or "exec" without an errno.
 type procInitError struct {
 	stage string
-	path  string
 	errno syscall.Errno
 	msg   string
 }
 
-func (e *procInitError) Error() string {
-	if e.stage == "exec" {
-		// As os/exec says it without the shim.
-		return "fork/exec " + e.path + ": " + e.msg
-	}
-	return "procfs shim: " + e.msg
-}
+func (e *procInitError) Error() string { return "procfs shim: " + e.stage + ": " + e.msg }
 
 func (e *procInitError) Unwrap() error {
 	if e.errno == 0 {
@@ -224,5 +217,9 @@ func startThroughProcInit(cmd *exec.Cmd, mountFault bool) error {
 		return fmt.Errorf("procfs shim: unreadable status %q", b)
 	}
 	n, _ := strconv.Atoi(parts[1])
-	return &procInitError{stage: parts[0], path: path, errno: syscall.Errno(n), msg: parts[2]}
+	if parts[0] == "exec" && n != 0 {
+		// What os/exec returns when the execve fails without the shim.
+		return &os.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(n)}
+	}
+	return &procInitError{stage: parts[0], errno: syscall.Errno(n), msg: parts[2]}
 }

@@ -56,8 +56,9 @@ func TestStdioProcMountRefusedFallsBack(t *testing.T) {
 
 // TestStdioStartErrorThroughProcShim: a server that cannot be executed
 // fails Connect at once with ErrStart and the error os/exec gives without
-// the shim ("fork/exec PATH: ..."), which errors.Is matches against
-// fs.ErrNotExist or fs.ErrPermission; nothing is left running.
+// the shim (an *fs.PathError "fork/exec PATH: ..."), which errors.Is
+// matches against fs.ErrNotExist or fs.ErrPermission; nothing is left
+// running.
 func TestStdioStartErrorThroughProcShim(t *testing.T) {
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "not-executable")
@@ -80,6 +81,10 @@ func TestStdioStartErrorThroughProcShim(t *testing.T) {
 			_, err := tr.Connect(ctx)
 			if !errors.Is(err, transport.ErrStart) || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "fork/exec "+tc.path+": ") {
 				t.Fatalf("Connect: %v; want ErrStart and %v naming fork/exec %s", err, tc.want, tc.path)
+			}
+			var pe *fs.PathError
+			if !errors.As(err, &pe) || pe.Op != "fork/exec" || pe.Path != tc.path {
+				t.Errorf("Connect: %v; want an *fs.PathError (fork/exec %s), as os/exec gives", err, tc.path)
 			}
 			if pid := tr.Pid(); pid != 0 {
 				t.Errorf("Pid() = %d after a failed start", pid)

@@ -104,8 +104,9 @@ const (
 // but for the whole process group: close stdin and wait, SIGTERM and wait,
 // SIGKILL; so launchers such as npx leave no orphaned children. The child is
 // always reaped. On Linux the child is also the first process of a PID
-// namespace of its own and dies with toolhost (see Containment), so no
-// descendant outlives Close, or toolhost killed by SIGKILL.
+// namespace of its own, with a /proc of that namespace, and dies with
+// toolhost (see Containment), so no descendant outlives Close, or toolhost
+// killed by SIGKILL.
 type Stdio struct {
 	ops
 	cmd     Command
