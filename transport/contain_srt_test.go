@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,21 +71,60 @@ func srtCLI(t *testing.T) string {
 	return cli
 }
 
+// freePIDRange returns the middle of the largest range of PIDs that
+// /proc does not list, less 100.
+func freePIDRange(t *testing.T) int {
+	t.Helper()
+	pidMax := 32768
+	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			pidMax = n
+		}
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := []int{1, pidMax}
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			used = append(used, pid)
+		}
+	}
+	slices.Sort(used)
+	best, start := 0, 2
+	for i := 1; i < len(used); i++ {
+		if gap := used[i] - used[i-1]; gap > best {
+			best, start = gap, used[i-1]
+		}
+	}
+	return max(2, start+best/2-100)
+}
+
 // TestStdioSrtWrappedServer: a stdio server wrapped in Anthropic's
 // sandbox-runtime (srt, which runs it in bubblewrap: a PID namespace of its
 // own with a fresh /proc, which bwrap mounts by opening /proc/PID/ns/ of
 // getpid()) starts under toolhost and answers a call. Before each server
 // got a /proc of its namespace, bwrap failed at start ("bwrap: open
-// /proc/23/ns/ns failed"). The settings allow no network and no writes.
+// /proc/28738/ns/ns failed: No such file or directory", run as root). The
+// settings allow no network and no writes.
 func TestStdioSrtWrappedServer(t *testing.T) {
 	cli := srtCLI(t)
 	settings := filepath.Join(t.TempDir(), "srt-settings.json")
 	if err := os.WriteFile(settings, []byte(`{"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},"network":{"allowedDomains":[],"deniedDomains":[]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// bwrap opens /proc/<its child's PID>/ns: that PID must not name some
+	// other process in a /proc of the wrong namespace. The server's
+	// namespace hands out PIDs from the middle of the largest range free in
+	// toolhost's /proc (ns_last_pid, writable by root), so that on the
+	// unchanged code bwrap fails here as in the issue, where toolhost ran
+	// in a container whose /proc shows few processes.
+	last := freePIDRange(t)
 	tr := transport.NewStdio(transport.Command{
-		Path:       "node",
-		Args:       []string{cli, "--settings", settings, testutil.Fixture(t), "-proc"},
+		Path: "/bin/sh",
+		Args: []string{"-c", `echo "$0" > /proc/sys/kernel/ns_last_pid 2>/dev/null || echo "ns_last_pid not set" >&2; exec "$@"`,
+			strconv.Itoa(last), "node", cli, "--settings", settings, testutil.Fixture(t), "-proc"},
 		InheritEnv: config.DefaultInheritEnv,
 	}, &transport.StdioOptions{Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: testWriter{t}, Level: hclog.Debug}), TerminateGrace: 500 * time.Millisecond})
 	defer tr.Close()
