@@ -44,6 +44,7 @@ func TestStdioProcMountRefusedFallsBack(t *testing.T) {
 	if !strings.HasSuffix(got, "-shared-proc") {
 		t.Fatalf("level %q after a refused procfs mount, want a -shared-proc level", got)
 	}
+	mcpEcho(t, tr, "after the fallback")
 	v := callProcView(t, tr)
 	if v.Pid != 1 || v.Self == "1" {
 		t.Errorf("server sees pid %d and /proc/self -> %s, want pid 1 and toolhost's /proc", v.Pid, v.Self)
