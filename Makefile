@@ -72,13 +72,14 @@ tsclient: testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json
 testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json: testdata/tsclient/package-lock.json
 	cd testdata/tsclient && npm ci --no-audit --no-fund
 
-## srt: Anthropic's sandbox-runtime (testdata/srt, pinned), which a transport test wraps a stdio server in;
-## skipped without npm. flock: one npm ci at a time (it empties node_modules first), shared with the test.
+## srt: Anthropic's sandbox-runtime (testdata/srt, pinned), which a Linux transport test wraps a stdio server
+## in; skipped without npm or flock. flock: one npm ci at a time (it empties node_modules first), shared
+## with the test's own install.
 SRT_CLI := testdata/srt/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js
 srt:
-	@if command -v npm >/dev/null; then \
+	@if command -v npm >/dev/null && command -v flock >/dev/null; then \
 	  flock testdata/srt/package-lock.json sh -c 'test -f $(SRT_CLI) || (cd testdata/srt && npm ci --no-audit --no-fund)'; \
-	else echo "srt: npm not found: the srt test will be skipped"; fi
+	else echo "srt: npm or flock not found: not installing testdata/srt"; fi
 
 ## test: everything, with the race detector; builds what the tests need
 # Every benchmark also runs once (-benchtime=1x) so that a broken one fails here.
