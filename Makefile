@@ -7,7 +7,7 @@ WASMENV  := GOOS=wasip1 GOARCH=wasm
 # Keep npx's downloads in one cache so repeated runs start fast.
 export npm_config_cache ?= $(HOME)/.npm
 
-.PHONY: all build run test tsclient bench stress stress-rss stress-serve conformance lint plugins fixtures clean tidy
+.PHONY: all build run test tsclient srt bench stress stress-rss stress-serve conformance lint plugins fixtures clean tidy
 
 all: build plugins
 
@@ -72,9 +72,18 @@ tsclient: testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json
 testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json: testdata/tsclient/package-lock.json
 	cd testdata/tsclient && npm ci --no-audit --no-fund
 
+## srt: Anthropic's sandbox-runtime (testdata/srt, pinned), which a Linux transport test wraps a stdio server
+## in; skipped without npm or flock. flock: one npm ci at a time (it empties node_modules first), shared
+## with the test's own install.
+SRT_CLI := testdata/srt/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js
+srt:
+	@if command -v npm >/dev/null && command -v flock >/dev/null; then \
+	  flock testdata/srt/package-lock.json sh -c 'test -f $(SRT_CLI) || (cd testdata/srt && npm ci --no-audit --no-fund)'; \
+	else echo "srt: npm or flock not found: not installing testdata/srt"; fi
+
 ## test: everything, with the race detector; builds what the tests need
 # Every benchmark also runs once (-benchtime=1x) so that a broken one fails here.
-test: build plugins
+test: build plugins srt
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m -bench . -benchtime=1x ./...
 	cd pdk && $(GO) vet ./... && $(GO) test -count=1 ./...

@@ -11,8 +11,13 @@ import (
 // Linux, only their own process group (see contain_linux.go).
 func Containment() string { return "process-group" }
 
-func startContained(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
+// containment has one level outside Linux: the process group.
+type containment struct{}
+
+var contained containment
+
+func (*containment) start(newCmd func() *exec.Cmd) (*exec.Cmd, int32, error) {
 	cmd := newCmd()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd, cmd.Start()
+	return cmd, 0, cmd.Start()
 }

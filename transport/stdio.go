@@ -104,13 +104,15 @@ const (
 // but for the whole process group: close stdin and wait, SIGTERM and wait,
 // SIGKILL; so launchers such as npx leave no orphaned children. The child is
 // always reaped. On Linux the child is also the first process of a PID
-// namespace of its own and dies with toolhost (see Containment), so no
-// descendant outlives Close, or toolhost killed by SIGKILL.
+// namespace of its own, with a /proc of that namespace, and dies with
+// toolhost (see Containment), so no descendant outlives Close, or toolhost
+// killed by SIGKILL.
 type Stdio struct {
 	ops
-	cmd    Command
-	opts   StdioOptions
-	logger hclog.Logger
+	cmd     Command
+	opts    StdioOptions
+	logger  hclog.Logger
+	contain *containment // the levels tried and kept; &contained but in tests
 
 	mu         sync.Mutex
 	closed     bool
@@ -156,7 +158,7 @@ var _ Transport = (*Stdio)(nil)
 // NewStdio returns an unconnected Transport for cmd. Nothing is started until
 // Connect.
 func NewStdio(cmd Command, opts *StdioOptions) *Stdio {
-	s := &Stdio{cmd: cmd}
+	s := &Stdio{cmd: cmd, contain: &contained}
 	s.ops = ops{do: s.do, progress: &progressRouter{}, calls: &callSet{tapped: true}}
 	if opts != nil {
 		s.opts = *opts
@@ -263,7 +265,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		return cmd
 	}
 	// The child is started, and waited for, on one goroutine locked to its
-	// thread (see startContained).
+	// thread (see containment.start).
 	exited := make(chan struct{})
 	started := make(chan *exec.Cmd, 1)
 	var startErr error
@@ -271,7 +273,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	go func() {
 		defer s.bg.Done()
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		cmd, err := startContained(newCmd)
+		cmd, _, err := s.contain.start(newCmd)
 		if err != nil {
 			startErr = err
 			close(started)
@@ -291,7 +293,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		outR.Close()
 		errR.Close()
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: starting %q: %v", ErrStart, s.cmd.Path, startErr)
+		return nil, fmt.Errorf("%w: starting %q: %w", ErrStart, s.cmd.Path, startErr)
 	}
 	s.proc, s.pgid = cmd, cmd.Process.Pid
 	s.stdin, s.stdout, s.stderr = inW, outR, errR

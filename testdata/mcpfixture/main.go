@@ -44,6 +44,9 @@
 // With -once FILE the -mode fault applies only to the first process started
 // with that FILE (it creates it), so a restarted server comes up healthy.
 //
+// -proc adds the tool proc_view (proc.go): how the server sees its PID
+// namespace through /proc.
+//
 // -faults adds tools that inject a fault while serving, for supervision
 // tests: freeze (the server deadlocks: nothing answers any more), garbage (writes a line that is not JSON-RPC to stdout),
 // close_stdout (closes stdout and keeps running), hang (never answers, ignoring
@@ -253,6 +256,9 @@ func newServer() *mcp.Server {
 	}
 	if *client {
 		addClientTools(s)
+	}
+	if *procView {
+		addProcView(s)
 	}
 	if *templates {
 		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "fixture://item/{id}", Name: "item", MIMEType: "text/plain"},
