@@ -65,6 +65,7 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
+	ps.srv.AddReceivingMiddleware(g.guard.middleware) // outermost: max_concurrent, versions (guard.go)
 	if g.serve.Stateless {
 		ps.statelessLevel = "info"
 	}
