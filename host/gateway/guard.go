@@ -17,6 +17,7 @@ package gateway
 //     accept it (deleteAccepted, used by inflight.track).
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -135,8 +136,30 @@ func (gd *guard) http(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		sid := r.Header.Get("Mcp-Session-Id")
+		// A batch where none is allowed is refused before its body is
+		// read (what is left unread, net/http discards or drops with the
+		// connection).
+		br := bufio.NewReader(r.Body)
+		if startsArray(br) {
+			if msg := gd.batchRefusal(sid, 0); msg != "" {
+				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, msg)
+				return
+			}
+		}
+		var body bytes.Buffer
+		sc, err := scanBody(io.TeeReader(br, &body))
 		if err != nil {
+			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+			return
+		}
+		if sc.batch {
+			if msg := gd.batchRefusal(sid, sc.n); msg != "" {
+				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, msg)
+				return
+			}
+		}
+		if _, err := io.Copy(&body, br); err != nil {
 			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 				http.Error(w, fmt.Sprintf("request body exceeds the limit of %d bytes ([serve] max_body)", mbe.Limit), http.StatusRequestEntityTooLarge)
 				return
@@ -144,19 +167,7 @@ func (gd *guard) http(next http.Handler) http.Handler {
 			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sc, err := scanBody(body)
-		if err != nil {
-			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
-			return
-		}
-		sid := r.Header.Get("Mcp-Session-Id")
-		if sc.batch {
-			if msg := gd.batchRefusal(sid, sc.n); msg != "" {
-				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, msg)
-				return
-			}
-		}
+		r.Body = io.NopCloser(&body)
 		if sid != "" || gd.g.serve.Stateless || sc.batch || sc.method != "initialize" {
 			next.ServeHTTP(w, r)
 			return
@@ -386,14 +397,31 @@ type scanned struct {
 	id     json.RawMessage // the id of a single request, as sent
 }
 
+// startsArray reports whether the first byte of br after JSON whitespace is
+// '[' (a batch), leaving it unread.
+func startsArray(br *bufio.Reader) bool {
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return false
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		_ = br.UnreadByte()
+		return c == '['
+	}
+}
+
 // scanBody reads the JSON-RPC message or batch of a POST body as the
 // go-sdk's decoder will (member names compared exactly, case included) and
 // checks the id of every request (checkID; more than one "id" member is
 // refused too). A body it cannot read (not JSON, not objects) is left to
 // the go-sdk, which refuses it; a batch is read up to MaxBatch+1 messages.
-func scanBody(body []byte) (scanned, error) {
+func scanBody(body io.Reader) (scanned, error) {
 	var sc scanned
-	dec := json.NewDecoder(bytes.NewReader(body))
+	dec := json.NewDecoder(body)
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -22,7 +23,7 @@ func FuzzScanBody(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","ID":1.5,"id":1,"method":"ping"}`)
 	f.Add(`{"jsonrpc":"2.0","\u0069d":1.5,"method":"ping"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		sc, err := scanBody([]byte(body))
+		sc, err := scanBody(strings.NewReader(body))
 		msg, derr := jsonrpc.DecodeMessage([]byte(body))
 		if err != nil || derr != nil || sc.batch {
 			return

@@ -64,22 +64,23 @@ func attackBatch(ctx context.Context, tb testing.TB, base, token string) {
 	wg.Wait()
 }
 
-// attackConcurrency (item 4): 256 requests at once, again and again, each
-// a tools/call of fx__sleep for 200 ms, in one session.
+// attackConcurrency (item 4): 256 tools/call of fx__sleep (200 ms) at
+// once in one session, again and again: a wave starts when the previous
+// one has been answered (the refused at once, the others after their
+// sleep).
 func attackConcurrency(ctx context.Context, tb testing.TB, base, token string) {
 	url := base + "/mcp"
 	sid := openSession(tb, url, token, "2025-11-25")
 	defer deleteSession(tb, url, token, sid)
-	var wg sync.WaitGroup
-	for i := range 256 {
-		wg.Go(func() {
-			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":200}}}`, i)
-			for ctx.Err() == nil {
-				rawPost(ctx, tb, url, token, sid, body, "Mcp-Protocol-Version", "2025-11-25")
-			}
-		})
+	for ctx.Err() == nil {
+		var wg sync.WaitGroup
+		for i := range 256 {
+			wg.Go(func() {
+				rawPost(ctx, tb, url, token, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":200}}}`, i), "Mcp-Protocol-Version", "2025-11-25")
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 }
 
 // attackSessions (the session cap): initialize after initialize, never
