@@ -38,26 +38,46 @@ func bigBatch(n, ms int) string {
 	return b.String()
 }
 
-// attackBatch (item 4): 8,000 tools/call in one batch (≈800 KiB), posted
-// again and again without an MCP-Protocol-Version header in a 2025-11-25
-// session, and batches of MaxBatch+ calls in a 2025-03-26 session, to
-// start as many calls as the gateway lets it.
+// attackBatch (item 4): attackBatchModern and attackBatchLegacy at once.
 func attackBatch(ctx context.Context, tb testing.TB, base, token string) {
-	url := base + "/mcp"
-	modern := openSession(tb, url, token, "2025-11-25")
-	legacy := openSession(tb, url, token, "2025-03-26")
-	defer deleteSession(tb, url, token, modern)
-	defer deleteSession(tb, url, token, legacy)
-	huge, small := bigBatch(8000, 1000), bigBatch(64, 1000)
 	var wg sync.WaitGroup
-	for i := range 4 {
+	wg.Go(func() { attackBatchModern(ctx, tb, base, token) })
+	wg.Go(func() { attackBatchLegacy(ctx, tb, base, token) })
+	wg.Wait()
+}
+
+// attackBatchModern (item 4): 8,000 tools/call in one batch (≈800 KiB),
+// posted again and again from 2 connections without an
+// MCP-Protocol-Version header in a 2025-11-25 session.
+func attackBatchModern(ctx context.Context, tb testing.TB, base, token string) {
+	url := base + "/mcp"
+	sid := openSession(tb, url, token, "2025-11-25")
+	defer deleteSession(tb, url, token, sid)
+	huge := bigBatch(8000, 1000)
+	var wg sync.WaitGroup
+	for range 2 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				if i%2 == 0 {
-					rawPost(ctx, tb, url, token, modern, huge)
-				} else {
-					rawPost(ctx, tb, url, token, legacy, small)
-				}
+				rawPost(ctx, tb, url, token, sid, huge)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// attackBatchLegacy (item 4): batches of MaxBatch tools/call of fx__sleep
+// (1 s) in a 2025-03-26 session, posted again and again from 2
+// connections: max_concurrent of them run, the others are refused.
+func attackBatchLegacy(ctx context.Context, tb testing.TB, base, token string) {
+	url := base + "/mcp"
+	sid := openSession(tb, url, token, "2025-03-26")
+	defer deleteSession(tb, url, token, sid)
+	batch := bigBatch(64, 1000)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				rawPost(ctx, tb, url, token, sid, batch)
 			}
 		})
 	}
@@ -162,7 +182,8 @@ func BenchmarkHostileJSONRPC(b *testing.B) {
 		run  attack
 	}{
 		{"none", nil},
-		{"batch", attackBatch},
+		{"batch-modern", attackBatchModern},
+		{"batch-legacy", attackBatchLegacy},
 		{"concurrency", attackConcurrency},
 		{"sessions", attackSessions},
 		{"ids", attackIDs},
