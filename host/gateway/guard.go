@@ -81,6 +81,7 @@ type guard struct {
 }
 
 type guardSession struct {
+	ss      *mcp.ServerSession
 	version string // the protocol version negotiated at initialize
 	userID  string // TokenInfo.UserID at initialize: who may use and DELETE it (the go-sdk's rule)
 	client  string // whose max_sessions slot it holds, once counted
@@ -168,6 +169,12 @@ func (gd *guard) http(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(&body)
+		if sid != "" && !sc.batch && sc.id != nil && boundedMethods[sc.method] {
+			if msg := gd.busy(r, sid); msg != "" {
+				writeRPCError(w, http.StatusOK, sc.id, CodeTooManyRequests, msg)
+				return
+			}
+		}
 		if sid != "" || gd.g.serve.Stateless || sc.batch || sc.method != "initialize" {
 			next.ServeHTTP(w, r)
 			return
@@ -257,7 +264,7 @@ func (gd *guard) learn(ss *mcp.ServerSession, extra *mcp.RequestExtra, version s
 	if id == "" || gd.g.serve.Stateless || extra == nil || extra.Header == nil {
 		return
 	}
-	s := &guardSession{version: version}
+	s := &guardSession{ss: ss, version: version}
 	if extra.TokenInfo != nil {
 		s.userID = extra.TokenInfo.UserID
 	}
@@ -301,14 +308,14 @@ func (gd *guard) acquire(ss *mcp.ServerSession, extra *mcp.RequestExtra) (releas
 		u = gd.use(client)
 		if u.inflight >= lim.MaxConcurrent {
 			gd.unuse(client)
-			return nil, &jsonrpc.Error{Code: CodeTooManyRequests, Message: fmt.Sprintf("too many requests in flight: client %q has %d, its limit (%s max_concurrent); send it again once one has completed", client, u.inflight, key)}
+			return nil, &jsonrpc.Error{Code: CodeTooManyRequests, Message: clientBusy(client, u.inflight, key)}
 		}
 	}
 	if n := gd.inSession[ss]; n >= lim.MaxConcurrent {
 		if u != nil {
 			gd.unuse(client)
 		}
-		return nil, &jsonrpc.Error{Code: CodeTooManyRequests, Message: fmt.Sprintf("too many requests in flight: this session has %d, the limit (%s max_concurrent); send it again once one has completed", n, key)}
+		return nil, &jsonrpc.Error{Code: CodeTooManyRequests, Message: sessionBusy(n, key)}
 	}
 	gd.inSession[ss]++
 	if u != nil {
@@ -327,6 +334,44 @@ func (gd *guard) acquire(ss *mcp.ServerSession, extra *mcp.RequestExtra) (releas
 	}, nil
 }
 
+func clientBusy(client string, n int, key string) string {
+	return fmt.Sprintf("too many requests in flight: client %q has %d, its limit (%s max_concurrent); send it again once one has completed", client, n, key)
+}
+
+func sessionBusy(n int, key string) string {
+	return fmt.Sprintf("too many requests in flight: this session has %d, the limit (%s max_concurrent); send it again once one has completed", n, key)
+}
+
+// busy returns the refusal of a request that reaches a backend, sent by
+// the client of r in its session sid, when that client or session is at
+// max_concurrent now, or "". It spares such a request the go-sdk's
+// handling (acquire still decides for those it lets through); a session
+// the guard does not know, or not the client's, is left to the go-sdk.
+func (gd *guard) busy(r *http.Request, sid string) string {
+	if sdkRefuses(r) {
+		return ""
+	}
+	ti := auth.TokenInfoFromContext(r.Context())
+	lim, key := gd.limits(ti)
+	client := ClientHTTP
+	if ti != nil {
+		client = ti.UserID
+	}
+	gd.mu.Lock()
+	defer gd.mu.Unlock()
+	s := gd.sessions[sid]
+	if s == nil || (s.userID != "" && (ti == nil || ti.UserID != s.userID)) {
+		return ""
+	}
+	if u := gd.clients[client]; u != nil && u.inflight >= lim.MaxConcurrent {
+		return clientBusy(client, u.inflight, key)
+	}
+	if n := gd.inSession[s.ss]; n >= lim.MaxConcurrent {
+		return sessionBusy(n, key)
+	}
+	return ""
+}
+
 // deleteAccepted reports whether the go-sdk will accept r, a DELETE of
 // session id, by its own rules (StreamableHTTPHandler.ServeHTTP and
 // lookupSession, go-sdk v1.8.0): a loopback listener and a loopback Host
@@ -337,10 +382,7 @@ func (gd *guard) acquire(ss *mcp.ServerSession, extra *mcp.RequestExtra) (releas
 // wait for its answer. (Cross-origin requests are refused before this is
 // asked.)
 func (gd *guard) deleteAccepted(r *http.Request, id string) bool {
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopbackHost(la.String()) && !isLoopbackHost(r.Host) {
-		return false
-	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+	if sdkRefuses(r) {
 		return false
 	}
 	gd.mu.Lock()
@@ -356,6 +398,18 @@ func (gd *guard) deleteAccepted(r *http.Request, id string) bool {
 		}
 	}
 	return true
+}
+
+// sdkRefuses reports whether the go-sdk refuses r before it looks at the
+// session (StreamableHTTPHandler.ServeHTTP, v1.8.0): a foreign Host on a
+// loopback listener (403, DNS-rebinding protection), or an
+// MCP-Protocol-Version it does not support (400).
+func sdkRefuses(r *http.Request) bool {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopbackHost(la.String()) && !isLoopbackHost(r.Host) {
+		return true
+	}
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v)
 }
 
 // isLoopbackHost reports whether addr (host or host:port) is localhost or a
