@@ -408,8 +408,10 @@ func sdkRefuses(r *http.Request) bool {
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopbackHost(la.String()) && !isLoopbackHost(r.Host) {
 		return true
 	}
+	// Versions from 2026-07-28 on that it does not know, it lets through
+	// (they are decided per request).
 	v := r.Header.Get("Mcp-Protocol-Version")
-	return v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v)
+	return v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) && v < "2026-07-28"
 }
 
 // isLoopbackHost reports whether addr (host or host:port) is localhost or a
