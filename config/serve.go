@@ -24,6 +24,23 @@ const (
 	minTokenLen = 16
 )
 
+// Defaults of the gateway's per-client limits (issue 21: what one client
+// can make the gateway do to others). Each is a [serve] key, and a
+// [serve.clients.NAME] key that overrides it for that client.
+const (
+	// DefaultMaxSessions bounds the open HTTP sessions of one client
+	// (max_sessions): a session costs about 14 KiB until DELETE or
+	// session_timeout, so 64 cost under 1 MiB, while an agent opens one
+	// per conversation or process.
+	DefaultMaxSessions = 64
+	// DefaultMaxConcurrent bounds the requests that reach backends
+	// (tools/call, prompts/get, resources/read, completion/complete) one
+	// client has in flight (max_concurrent): a model rarely runs more than
+	// a handful of tools at once, and 64 leaves room for a pool of agents
+	// behind one token while keeping a flood to 64 backend calls.
+	DefaultMaxConcurrent = 64
+)
+
 // Serve is the [serve] table: how `toolhost serve` offers the policed
 // catalogue to MCP clients (see host/gateway).
 type Serve struct {
@@ -48,6 +65,25 @@ type Serve struct {
 	// by NAME. With any defined, every HTTP request must carry one of their
 	// tokens ("Authorization: Bearer TOKEN"); an unknown token is 401.
 	Clients map[string]*Client `toml:"clients"`
+
+	// Limits per client (a [serve.clients.NAME] token; every HTTP client
+	// without a token counts as one client; a stdio session is bounded on
+	// its own). A [serve.clients.NAME] key of the same name overrides them.
+	ClientLimits
+}
+
+// ClientLimits bound what one client of the gateway can make it do.
+type ClientLimits struct {
+	// MaxSessions caps the client's open HTTP sessions (key max_sessions,
+	// default DefaultMaxSessions, at least 1). An initialize over it is
+	// refused with HTTP 429 and a JSON-RPC error; a session ended by
+	// DELETE or session_timeout frees its slot.
+	MaxSessions int `toml:"max_sessions"`
+	// MaxConcurrent caps the client's requests that reach backends and are
+	// in flight at once, over all its sessions, and those of any one session
+	// (key max_concurrent, default DefaultMaxConcurrent, at least 1). One
+	// over it is answered at once with a JSON-RPC error, never queued.
+	MaxConcurrent int `toml:"max_concurrent"`
 }
 
 // Client is one [serve.clients.NAME] table: an HTTP client of the gateway,
@@ -62,6 +98,8 @@ type Client struct {
 	// Profile is the [profiles.NAME] the client sees (default "": the
 	// global policy only).
 	Profile string `toml:"profile"`
+	// Limits of this client (default: those of [serve]).
+	ClientLimits
 }
 
 func (l *loader) validateServe(cfg *Config) {
@@ -86,6 +124,7 @@ func (l *loader) validateServe(cfg *Config) {
 		}
 	}
 	profile(k("profile"), s.Profile)
+	l.validateClientLimits(k(), &s.ClientLimits, ClientLimits{MaxSessions: DefaultMaxSessions, MaxConcurrent: DefaultMaxConcurrent})
 	byToken := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(s.Clients)) {
 		c := s.Clients[name]
@@ -110,7 +149,15 @@ func (l *loader) validateServe(cfg *Config) {
 			byToken[c.Token] = name
 		}
 		profile(append(ck, "profile"), c.Profile)
+		l.validateClientLimits(ck, &c.ClientLimits, s.ClientLimits)
 	}
+}
+
+// validateClientLimits checks the limit keys of the table at key (each at
+// least 1 when set) and fills in those not set from dflt.
+func (l *loader) validateClientLimits(key toml.Key, c *ClientLimits, dflt ClientLimits) {
+	positive(l, append(slices.Clone(key), "max_sessions"), &c.MaxSessions, dflt.MaxSessions)
+	positive(l, append(slices.Clone(key), "max_concurrent"), &c.MaxConcurrent, dflt.MaxConcurrent)
 }
 
 func validPort(p string) bool {

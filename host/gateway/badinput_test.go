@@ -182,7 +182,7 @@ func TestBadRequests(t *testing.T) {
 // TestAbandonedSessions: 10,000 sessions opened and never closed are freed
 // by session_timeout: their goroutines are gone and asking for one is 404.
 func TestAbandonedSessions(t *testing.T) {
-	f := start(t, strings.Replace(testConfig, "[serve.clients.alice]", "[serve]\nsession_timeout = \"1s\"\n\n[serve.clients.alice]", 1))
+	f := start(t, strings.Replace(testConfig, "[serve.clients.alice]", "[serve]\nsession_timeout = \"1s\"\nmax_sessions = 20000\n\n[serve.clients.alice]", 1))
 	srv := httptest.NewServer(f.g.Handler())
 	defer srv.Close()
 	url := srv.URL + "/mcp"

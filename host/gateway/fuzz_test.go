@@ -40,7 +40,8 @@ func FuzzHTTPHandler(f *testing.F) {
 		handler.ServeHTTP(rec, request(body, s))
 		switch rec.Code {
 		case http.StatusOK, http.StatusAccepted, http.StatusBadRequest, http.StatusNotFound,
-			http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+			http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+			http.StatusTooManyRequests: // max_sessions
 		default:
 			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body.String())
 		}

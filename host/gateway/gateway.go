@@ -98,6 +98,7 @@ type Gateway struct {
 	exposed atomic.Bool            // Serve listens beyond loopback: tokens required
 	calls   inflight
 	pending pendingSet
+	guard   *guard // per-client limits (guard.go)
 
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's
@@ -143,6 +144,7 @@ func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
 	if g.opts.Version == "" {
 		g.opts.Version = "dev"
 	}
+	g.guard = newGuard(g)
 	if g.serve.MaxBody == 0 {
 		g.serve.MaxBody = config.DefaultMaxBody
 	}
@@ -337,8 +339,11 @@ func (g *Gateway) Handler() http.Handler {
 		Stateless:      g.serve.Stateless,
 		SessionTimeout: g.serve.SessionTimeout.Std(),
 	})
-	var h http.Handler = http.NewCrossOriginProtection().Handler(mcpHandler)
-	h = limitBody(g.calls.track(h), int64(g.serve.MaxBody))
+	// Cross-origin check, then the request guard (ids, batches, sessions per
+	// client: guard.go), then call tracking, whose DELETE cancels only what
+	// the go-sdk will accept (guard.deleteAccepted).
+	var h http.Handler = http.NewCrossOriginProtection().Handler(g.guard.http(g.calls.track(mcpHandler, g.guard.deleteAccepted)))
+	h = limitBody(h, int64(g.serve.MaxBody))
 	open := h
 	authed := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	// Tokens may come and go with Host.Apply: the check applies while

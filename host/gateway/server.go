@@ -71,6 +71,7 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
 	ps.coming = g.h.Coming
 	ps.srv.AddReceivingMiddleware(ps.callComing)
+	ps.srv.AddReceivingMiddleware(g.guard.middleware) // outermost: max_concurrent, versions (guard.go)
 	if g.serve.Stateless {
 		ps.statelessLevel = "info"
 	}

@@ -74,10 +74,14 @@ func (f *inflight) end(match func(*call) bool) {
 
 // track tags every request, cancels the calls of a request whose client
 // goes away before it is answered, and the calls of a session its client
-// DELETEs.
-func (f *inflight) track(next http.Handler) http.Handler {
+// DELETEs. A DELETE cancels them only if accepted says the go-sdk will
+// accept it: the go-sdk closes the session before it answers, and that
+// waits for the session's calls, so they are cancelled before next runs; a
+// DELETE the go-sdk refuses (403: another client's token, a foreign Host;
+// 404) must leave them running.
+func (f *inflight) track(next http.Handler, accepted func(r *http.Request, session string) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
+		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" && accepted(r, id) {
 			f.end(func(c *call) bool { return c.ss != nil && c.ss.ID() == id })
 		}
 		tag := strconv.FormatUint(f.next.Add(1), 10)

@@ -1,0 +1,618 @@
+package gateway
+
+// The request guard: what one client of the gateway may make it do, so that
+// a hostile client cannot hurt the others (issue 21, the JSON-RPC side).
+//
+//   - Every POST body is read before the go-sdk: the id of every request
+//     must be one the go-sdk echoes exactly (scanBody), and a JSON-RPC
+//     batch is refused in a session that negotiated 2025-06-18 or later
+//     (which removed batching), whatever the MCP-Protocol-Version header
+//     says, and beyond MaxBatch messages anywhere.
+//   - An initialize that would open a session beyond the client's
+//     max_sessions is refused (HTTP 429).
+//   - A request that reaches a backend beyond the client's (or the
+//     session's) max_concurrent in flight is answered at once with a
+//     JSON-RPC error (middleware).
+//   - A DELETE cancels the session's calls only when the go-sdk will
+//     accept it (deleteAccepted, used by inflight.track).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/config"
+)
+
+const (
+	// CodeTooManyRequests is the JSON-RPC error code of a request refused
+	// because its client is at one of its limits (in the range JSON-RPC 2.0
+	// §5.1 leaves to implementations, -32000 to -32099; 29 as in HTTP 429):
+	// max_concurrent requests in flight (the answer to that request, at
+	// once), or max_sessions sessions open (the answer to initialize, with
+	// HTTP status 429 Too Many Requests, RFC 6585 §4). The message names
+	// the limit and its key.
+	CodeTooManyRequests = -32029
+	// MaxBatch is the most messages one JSON-RPC batch may hold where
+	// batches are allowed: in a session that negotiated 2025-03-26 (the
+	// last protocol with batching, removed in 2025-06-18) and over
+	// stateless HTTP without an MCP-Protocol-Version header. A longer
+	// batch is refused with HTTP 400 and a JSON-RPC error -32600 (invalid
+	// request) whose id is null; its requests also count against
+	// max_concurrent, one by one.
+	MaxBatch = 64
+)
+
+// protocol2025_06_18 is the first MCP version without JSON-RPC batching.
+const protocol2025_06_18 = "2025-06-18"
+
+// boundedMethods are the requests that reach backends, which max_concurrent
+// bounds. Listings are answered from the gateway's own registry.
+var boundedMethods = map[string]bool{
+	"tools/call": true, "prompts/get": true, "resources/read": true, "completion/complete": true,
+}
+
+// guard keeps what the limits need: the HTTP sessions that completed
+// initialize, and what each client and session has open or in flight.
+type guard struct {
+	g *Gateway
+
+	mu        sync.Mutex
+	sessions  map[string]*guardSession   // by Mcp-Session-Id
+	clients   map[string]*clientUse      // by client name (ClientHTTP without tokens)
+	inSession map[*mcp.ServerSession]int // requests in flight
+}
+
+type guardSession struct {
+	ss      *mcp.ServerSession
+	version string // the protocol version negotiated at initialize
+	userID  string // TokenInfo.UserID at initialize: who may use and DELETE it (the go-sdk's rule)
+	client  string // whose max_sessions slot it holds, once counted
+	counted bool
+}
+
+type clientUse struct{ sessions, inflight int }
+
+func newGuard(g *Gateway) *guard {
+	return &guard{g: g, sessions: map[string]*guardSession{}, clients: map[string]*clientUse{}, inSession: map[*mcp.ServerSession]int{}}
+}
+
+// limits returns the limits of the client of ti (nil: no token) and the
+// configuration key that sets them, from the configuration served now.
+func (gd *guard) limits(ti *auth.TokenInfo) (config.ClientLimits, string) {
+	s := gd.g.cur.Load().cfg.Serve
+	lim, key := s.ClientLimits, "[serve]"
+	if ti != nil {
+		if c := s.Clients[ti.UserID]; c != nil {
+			lim, key = c.ClientLimits, "[serve.clients."+ti.UserID+"]"
+		}
+	}
+	if lim.MaxSessions <= 0 {
+		lim.MaxSessions = config.DefaultMaxSessions
+	}
+	if lim.MaxConcurrent <= 0 {
+		lim.MaxConcurrent = config.DefaultMaxConcurrent
+	}
+	return lim, key
+}
+
+func (gd *guard) use(client string) *clientUse {
+	u := gd.clients[client]
+	if u == nil {
+		u = &clientUse{}
+		gd.clients[client] = u
+	}
+	return u
+}
+
+// unuse forgets a client with nothing open (called with mu held).
+func (gd *guard) unuse(client string) {
+	if u := gd.clients[client]; u != nil && u.sessions <= 0 && u.inflight <= 0 {
+		delete(gd.clients, client)
+	}
+}
+
+// http checks every POST to /mcp before the go-sdk reads it (see the top of
+// this file); other methods pass.
+func (gd *guard) http(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sid := r.Header.Get("Mcp-Session-Id")
+		// A batch where none is allowed is refused before its body is
+		// read (what is left unread, net/http discards or drops with the
+		// connection).
+		br := bufio.NewReader(r.Body)
+		if startsArray(br) {
+			if msg := gd.batchRefusal(sid, 0); msg != "" {
+				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, msg)
+				return
+			}
+		}
+		var body bytes.Buffer
+		sc, err := scanBody(io.TeeReader(br, &body))
+		if err != nil {
+			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+			return
+		}
+		if sc.batch {
+			if msg := gd.batchRefusal(sid, sc.n); msg != "" {
+				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, msg)
+				return
+			}
+		}
+		if _, err := io.Copy(&body, br); err != nil {
+			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+				http.Error(w, fmt.Sprintf("request body exceeds the limit of %d bytes ([serve] max_body)", mbe.Limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(&body)
+		if sid != "" && !sc.batch && sc.id != nil && boundedMethods[sc.method] {
+			if msg := gd.busy(r, sid); msg != "" {
+				writeRPCError(w, http.StatusOK, sc.id, CodeTooManyRequests, msg)
+				return
+			}
+		}
+		if sid != "" || gd.g.serve.Stateless || sc.batch || sc.method != "initialize" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// An initialize that opens a session: it takes one of the
+		// client's max_sessions slots, given back unless a session came
+		// of it.
+		ti := auth.TokenInfoFromContext(r.Context())
+		client := ClientHTTP
+		if ti != nil {
+			client = ti.UserID
+		}
+		lim, key := gd.limits(ti)
+		gd.mu.Lock()
+		u := gd.use(client)
+		if n := u.sessions; n >= lim.MaxSessions {
+			gd.unuse(client)
+			gd.mu.Unlock()
+			writeRPCError(w, http.StatusTooManyRequests, sc.id, CodeTooManyRequests,
+				fmt.Sprintf("too many sessions: client %q has %d open, its limit (%s max_sessions); end one with DELETE, or wait for session_timeout", client, n, key))
+			return
+		}
+		u.sessions++ // held by this request until the session is counted or not
+		gd.mu.Unlock()
+		next.ServeHTTP(w, r)
+		opened := w.Header().Get("Mcp-Session-Id")
+		gd.mu.Lock()
+		defer gd.mu.Unlock()
+		if s := gd.sessions[opened]; opened != "" && s != nil && !s.counted {
+			s.counted, s.client = true, client
+			return
+		}
+		gd.clients[client].sessions--
+		gd.unuse(client)
+	})
+}
+
+// batchRefusal returns why a batch of n messages in session sid ("" for
+// none) is refused, or "" if it may go on.
+func (gd *guard) batchRefusal(sid string, n int) string {
+	if sid != "" {
+		gd.mu.Lock()
+		s := gd.sessions[sid]
+		gd.mu.Unlock()
+		if s != nil && s.version >= protocol2025_06_18 {
+			return fmt.Sprintf("JSON-RPC batching was removed in MCP %s and this session negotiated %s: send one message per POST", protocol2025_06_18, s.version)
+		}
+	}
+	if n > MaxBatch {
+		return fmt.Sprintf("a JSON-RPC batch of more than %d messages exceeds the gateway's limit (gateway.MaxBatch): send fewer per POST", MaxBatch)
+	}
+	return ""
+}
+
+// middleware is the receiving middleware of every profile's server: it
+// learns the version each HTTP session negotiates (for batches) and keeps
+// requests that reach backends within max_concurrent.
+func (gd *guard) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if ss == nil {
+			return next(ctx, method, req)
+		}
+		if method == "initialize" {
+			res, err := next(ctx, method, req)
+			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
+				gd.learn(ss, req.GetExtra(), ir.ProtocolVersion)
+			}
+			return res, err
+		}
+		if !boundedMethods[method] {
+			return next(ctx, method, req)
+		}
+		release, err := gd.acquire(ss, req.GetExtra())
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		return next(ctx, method, req)
+	}
+}
+
+// learn records an HTTP session that completed initialize, until it ends
+// (DELETE, session_timeout, its profile no longer served).
+func (gd *guard) learn(ss *mcp.ServerSession, extra *mcp.RequestExtra, version string) {
+	id := ss.ID()
+	if id == "" || gd.g.serve.Stateless || extra == nil || extra.Header == nil {
+		return
+	}
+	s := &guardSession{ss: ss, version: version}
+	if extra.TokenInfo != nil {
+		s.userID = extra.TokenInfo.UserID
+	}
+	gd.mu.Lock()
+	if old := gd.sessions[id]; old != nil {
+		old.version = version
+		gd.mu.Unlock()
+		return
+	}
+	gd.sessions[id] = s
+	gd.mu.Unlock()
+	// The session's connection ends with it; so does this goroutine.
+	go func() {
+		_ = ss.Wait()
+		gd.mu.Lock()
+		defer gd.mu.Unlock()
+		if gd.sessions[id] == s {
+			delete(gd.sessions, id)
+			if s.counted {
+				gd.clients[s.client].sessions--
+				gd.unuse(s.client)
+			}
+		}
+	}()
+}
+
+// acquire takes a slot for one request of session ss (and, over HTTP, of
+// its client) or returns the JSON-RPC error that refuses it.
+func (gd *guard) acquire(ss *mcp.ServerSession, extra *mcp.RequestExtra) (release func(), err error) {
+	overHTTP := extra != nil && extra.Header != nil
+	var ti *auth.TokenInfo
+	if extra != nil {
+		ti = extra.TokenInfo
+	}
+	lim, key := gd.limits(ti)
+	client := clientName(extra)
+	gd.mu.Lock()
+	defer gd.mu.Unlock()
+	var u *clientUse
+	if overHTTP {
+		u = gd.use(client)
+		if u.inflight >= lim.MaxConcurrent {
+			gd.unuse(client)
+			return nil, &jsonrpc.Error{Code: CodeTooManyRequests, Message: clientBusy(client, u.inflight, key)}
+		}
+	}
+	if n := gd.inSession[ss]; n >= lim.MaxConcurrent {
+		if u != nil {
+			gd.unuse(client)
+		}
+		return nil, &jsonrpc.Error{Code: CodeTooManyRequests, Message: sessionBusy(n, key)}
+	}
+	gd.inSession[ss]++
+	if u != nil {
+		u.inflight++
+	}
+	return func() {
+		gd.mu.Lock()
+		defer gd.mu.Unlock()
+		if gd.inSession[ss]--; gd.inSession[ss] <= 0 {
+			delete(gd.inSession, ss)
+		}
+		if u != nil {
+			u.inflight--
+			gd.unuse(client)
+		}
+	}, nil
+}
+
+func clientBusy(client string, n int, key string) string {
+	return fmt.Sprintf("too many requests in flight: client %q has %d, its limit (%s max_concurrent); send it again once one has completed", client, n, key)
+}
+
+func sessionBusy(n int, key string) string {
+	return fmt.Sprintf("too many requests in flight: this session has %d, the limit (%s max_concurrent); send it again once one has completed", n, key)
+}
+
+// busy returns the refusal of a request that reaches a backend, sent by
+// the client of r in its session sid, when that client or session is at
+// max_concurrent now, or "". It spares such a request the go-sdk's
+// handling (acquire still decides for those it lets through); a session
+// the guard does not know, or not the client's, is left to the go-sdk.
+func (gd *guard) busy(r *http.Request, sid string) string {
+	if sdkRefuses(r) {
+		return ""
+	}
+	ti := auth.TokenInfoFromContext(r.Context())
+	lim, key := gd.limits(ti)
+	client := ClientHTTP
+	if ti != nil {
+		client = ti.UserID
+	}
+	gd.mu.Lock()
+	defer gd.mu.Unlock()
+	s := gd.sessions[sid]
+	if s == nil || (s.userID != "" && (ti == nil || ti.UserID != s.userID)) {
+		return ""
+	}
+	if u := gd.clients[client]; u != nil && u.inflight >= lim.MaxConcurrent {
+		return clientBusy(client, u.inflight, key)
+	}
+	if n := gd.inSession[s.ss]; n >= lim.MaxConcurrent {
+		return sessionBusy(n, key)
+	}
+	return ""
+}
+
+// deleteAccepted reports whether the go-sdk will accept r, a DELETE of
+// session id, by its own rules (StreamableHTTPHandler.ServeHTTP and
+// lookupSession, go-sdk v1.8.0): a loopback listener and a loopback Host
+// (DNS-rebinding protection), a supported MCP-Protocol-Version if any, a
+// session that exists, and the token of the client that opened it. The
+// go-sdk closes the session before it answers, and that Close waits for the
+// session's calls: they must be cancelled before, so the decision cannot
+// wait for its answer. (Cross-origin requests are refused before this is
+// asked.)
+func (gd *guard) deleteAccepted(r *http.Request, id string) bool {
+	if sdkRefuses(r) {
+		return false
+	}
+	gd.mu.Lock()
+	s := gd.sessions[id]
+	gd.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	if s.userID != "" {
+		ti := auth.TokenInfoFromContext(r.Context())
+		if ti == nil || ti.UserID != s.userID {
+			return false
+		}
+	}
+	return true
+}
+
+// sdkRefuses reports whether the go-sdk refuses r before it looks at the
+// session (StreamableHTTPHandler.ServeHTTP, v1.8.0): a foreign Host on a
+// loopback listener (403, DNS-rebinding protection), or an
+// MCP-Protocol-Version it does not support (400).
+func sdkRefuses(r *http.Request) bool {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopbackHost(la.String()) && !isLoopbackHost(r.Host) {
+		return true
+	}
+	// Versions from 2026-07-28 on that it does not know, it lets through
+	// (they are decided per request).
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) && v < "2026-07-28"
+}
+
+// isLoopbackHost reports whether addr (host or host:port) is localhost or a
+// loopback IP, as the go-sdk's DNS-rebinding check decides.
+func isLoopbackHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// writeRPCError answers with a JSON-RPC error response (JSON-RPC 2.0 §5)
+// for the request of id (null when nil: it could not be determined, or
+// several requests are refused at once).
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// scanned is what scanBody learnt of a POST body.
+type scanned struct {
+	batch  bool
+	n      int             // messages in the batch (counted up to MaxBatch+1)
+	method string          // the method of a single request
+	id     json.RawMessage // the id of a single request, as sent
+}
+
+// startsArray reports whether the first byte of br after JSON whitespace is
+// '[' (a batch), leaving it unread.
+func startsArray(br *bufio.Reader) bool {
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return false
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		_ = br.UnreadByte()
+		return c == '['
+	}
+}
+
+// scanBody reads the JSON-RPC message or batch of a POST body as the
+// go-sdk's decoder will (member names compared exactly, case included) and
+// checks the id of every request (checkID; more than one "id" member is
+// refused too). A body it cannot read (not JSON, not objects) is left to
+// the go-sdk, which refuses it; a batch is read up to MaxBatch+1 messages.
+func scanBody(body io.Reader) (scanned, error) {
+	var sc scanned
+	dec := json.NewDecoder(body)
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return sc, nil
+	}
+	switch tok {
+	case json.Delim('{'):
+		sc.n = 1
+		method, id, _, err := scanMessage(dec)
+		sc.method, sc.id = method, id
+		return sc, err
+	case json.Delim('['):
+		sc.batch = true
+		for dec.More() && sc.n <= MaxBatch {
+			sc.n++
+			if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+				return sc, nil
+			}
+			_, _, ok, err := scanMessage(dec)
+			if err != nil {
+				return sc, fmt.Errorf("batch message %d: %w", sc.n, err)
+			}
+			if !ok {
+				return sc, nil
+			}
+		}
+	}
+	return sc, nil
+}
+
+// scanMessage reads the members of one message whose '{' was read, and
+// returns its method and id if it is a request, and whether it could be
+// read.
+func scanMessage(dec *json.Decoder) (method string, id json.RawMessage, ok bool, err error) {
+	isRequest, ids := false, 0
+	for dec.More() {
+		tok, terr := dec.Token()
+		key, isKey := tok.(string)
+		if terr != nil || !isKey {
+			return "", nil, false, nil
+		}
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return "", nil, false, nil
+		}
+		switch key {
+		case "id":
+			ids++
+			id = raw
+		case "method":
+			isRequest = true
+			_ = json.Unmarshal(raw, &method)
+		}
+	}
+	if tok, terr := dec.Token(); terr != nil || tok != json.Delim('}') {
+		return "", nil, false, nil
+	}
+	if !isRequest || ids == 0 {
+		return method, nil, true, nil
+	}
+	if ids > 1 {
+		return method, nil, true, errors.New(`a request has more than one "id" member: send one`)
+	}
+	return method, id, true, checkID(id)
+}
+
+var plainInteger = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// checkID returns an error unless id, a request's id as sent, is one the
+// gateway echoes exactly: MCP 2025-11-25 basic ("Requests") allows a string
+// or an integer, not null; the go-sdk holds a number as a float64 and
+// answers with it as an int64, so an integer must be written plainly (no
+// fraction, exponent or -0) and be one a float64 holds exactly within
+// int64 (every integer up to 2^53 in magnitude, and larger ones that are
+// multiples of a power of two); a string must be valid UTF-8 without lone
+// UTF-16 surrogate escapes (which the go-sdk would replace with U+FFFD).
+func checkID(id json.RawMessage) error {
+	shown := string(id)
+	if len(shown) > 40 {
+		shown = shown[:40] + "..."
+	}
+	switch id[0] {
+	case '"':
+		if !utf8.Valid(id) || loneSurrogate(id) {
+			return fmt.Errorf("id %s is not valid Unicode (invalid UTF-8 or a lone surrogate escape), which would not come back as sent: send another id", shown)
+		}
+		return nil
+	case 'n':
+		return errors.New("id null is not allowed: MCP (2025-11-25 basic, \"Requests\") requires a string or an integer")
+	case 't', 'f', '{', '[':
+		return fmt.Errorf("id %s is not allowed: MCP (2025-11-25 basic, \"Requests\") requires a string or an integer", shown)
+	}
+	t := string(id)
+	if !plainInteger.MatchString(t) || t == "-0" {
+		return fmt.Errorf("id %s is not a plain integer: MCP (2025-11-25 basic, \"Requests\") requires a string or an integer, and the gateway echoes an integer only as written without fraction, exponent or -0", shown)
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	f := float64(n)
+	if err != nil || f >= 0x1p63 || int64(f) != n {
+		return fmt.Errorf("id %s cannot be echoed exactly (ids are held as float64 within int64): use an integer of at most 2^53 in magnitude, or a string", shown)
+	}
+	return nil
+}
+
+// loneSurrogate reports whether the JSON string s has a \u escape of a
+// UTF-16 surrogate that is not part of a high-low pair.
+func loneSurrogate(s json.RawMessage) bool {
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(s) || s[i] != '\\' || s[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(s[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		r, ok := hex(i)
+		if !ok {
+			i++ // another escape: skip the escaped byte
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			lo, ok := hex(i + 6)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		default:
+			i += 5
+		}
+	}
+	return false
+}
