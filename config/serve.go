@@ -91,7 +91,7 @@ type Serve struct {
 	// "Authorization: Bearer TOKEN" (at least 16 characters; write it as
 	// ${VAR}). It is separate from the client tokens: a scraper gets no
 	// catalogue.
-	MetricsToken string `toml:"metrics_token"`
+	MetricsToken string `toml:"metrics_token" json:"-"`
 }
 
 // Client is one [serve.clients.NAME] table: an HTTP client of the gateway,

@@ -224,7 +224,7 @@ func guard(next http.Handler) http.Handler {
 			w = cw
 			defer func() {
 				cw.before() // for the response net/http writes if the handler wrote none
-				if cw.closing {
+				if cw.closing.Load() {
 					// net/http still drains up to 256 KiB of the body when
 					// it closes it after the handler: a withheld body would
 					// hold the connection until read_timeout. End that
@@ -261,12 +261,12 @@ type closeUnread struct {
 	http.ResponseWriter
 	body    *eofBody
 	wrote   atomic.Bool
-	closing bool // set by the first before, read after the handler
+	closing atomic.Bool // the response closes the connection
 }
 
 func (w *closeUnread) before() {
 	if w.wrote.CompareAndSwap(false, true) && !w.body.eof.Load() {
-		w.closing = true
+		w.closing.Store(true)
 		w.ResponseWriter.Header().Set("Connection", "close")
 	}
 }

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host/gateway"
 )
@@ -202,6 +204,22 @@ func TestSlowBodyCutAtReadTimeout(t *testing.T) {
 				t.Errorf("cut after %v, before read_timeout (%v)", d, readTimeout)
 			}
 		})
+	}
+	// read_timeout bounds reading the request, not the response: a call
+	// that runs 3 times as long streams its result, and the session's GET
+	// stream outlives it.
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cs, err := connectHTTP(ctx, "http://"+addr+"/mcp", "bob-token-0123456789ab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for range 2 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__sleep", Arguments: map[string]any{"ms": 3 * readTimeout.Milliseconds()}})
+		if err != nil || res.IsError {
+			t.Fatalf("a call longer than read_timeout: %+v, %v", res, err)
+		}
 	}
 }
 
