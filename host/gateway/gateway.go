@@ -12,7 +12,10 @@
 // Transports: stdio (ServeStdio, for desktop clients that spawn toolhost)
 // and Streamable HTTP at /mcp (Handler, Serve), in sessions or stateless
 // ([serve] stateless). Over HTTP, [serve.clients.NAME] tokens map clients to
-// profiles; /healthz and /readyz answer outside the token check.
+// profiles; /healthz and /readyz answer outside the token check, /metrics
+// behind [serve] metrics_token when set. Limits against hostile HTTP
+// clients (timeouts, connections per peer and in total, the Host check on
+// loopback) are in guard.go and Serve.
 package gateway
 
 import (
@@ -67,9 +70,10 @@ type Options struct {
 	// AllowUnauthenticated lets Serve listen beyond loopback with no
 	// client tokens (--allow-unauthenticated).
 	AllowUnauthenticated bool
-	// Metrics, when set, is served at GET /metrics (outside the token
-	// check) and follows the Host's events; pass its Record as the Host's
-	// Options.Audit so that it counts calls.
+	// Metrics, when set, is served at GET /metrics (outside the client
+	// token check; behind [serve] metrics_token when set) and follows the
+	// Host's events; pass its Record as the Host's Options.Audit so that
+	// it counts calls. Serve counts its connections in it.
 	Metrics *Metrics
 }
 
