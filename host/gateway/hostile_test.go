@@ -47,7 +47,8 @@ func dialFrom(t testing.TB, from, addr string) net.Conn {
 }
 
 // withheldBody writes a request's headers announcing a body of length
-// bytes, and the first 10 bytes of it, and withholds the rest.
+// bytes (-1: chunked), and the first 10 bytes of it, and withholds the
+// rest.
 func withheldBody(t testing.TB, c net.Conn, method, path, host, auth string, length int) {
 	t.Helper()
 	var b strings.Builder
@@ -55,7 +56,11 @@ func withheldBody(t testing.TB, c net.Conn, method, path, host, auth string, len
 	if auth != "" {
 		fmt.Fprintf(&b, "Authorization: Bearer %s\r\n", auth)
 	}
-	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n{\"jsonrpc\"", length)
+	if length < 0 { // a chunked body, its first chunk sent
+		b.WriteString("Transfer-Encoding: chunked\r\n\r\na\r\n{\"jsonrpc\"\r\n")
+	} else {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n{\"jsonrpc\"", length)
+	}
 	if _, err := io.WriteString(c, b.String()); err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +140,12 @@ func TestWithheldBodyRefusedAtOnce(t *testing.T) {
 		want                     int
 	}{
 		{"POST", "/mcp", "evil.example.com", "bob-token-0123456789ab", 1000, http.StatusForbidden},
+		{"POST", "/mcp", addr, "wrong-token-0123456789", -1, http.StatusUnauthorized},
 		{"POST", "/nope", addr, "", 1000, http.StatusNotFound},
 		{"POST", "/healthz", addr, "", 1000, http.StatusMethodNotAllowed},
 		{"POST", "/mcp", addr, "bob-token-0123456789ab", 8 << 20, http.StatusRequestEntityTooLarge},
 	} {
-		t.Run(fmt.Sprintf("%s_%s_%d", tc.method, tc.path, tc.want), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s_%s_%d_length=%d", tc.method, tc.path, tc.want, tc.length), func(t *testing.T) {
 			c := dialFrom(t, "127.0.0.1", addr)
 			withheldBody(t, c, tc.method, tc.path, tc.host, tc.auth, tc.length)
 			status, closed, err := answer(c, tc.method)
