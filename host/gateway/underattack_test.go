@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +39,42 @@ var attacks = []struct {
 	{"slowbody", attackSlowBody},
 	{"slowbodytoken", attackSlowBodyWithToken},
 	{"connflood", attackConnFlood},
+	{"connrate", attackConnRate},
+	{"connrate-proc", inChild("connrate")},
+}
+
+// inChild runs the attack of attacks named name in a child process (this
+// test binary, TestAttacker): its own CPU then competes with the gateway
+// as another process's would, not inside the gateway's Go scheduler.
+func inChild(name string) attack {
+	return func(ctx context.Context, tb testing.TB, base, token string) {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAttacker$")
+		cmd.Env = append(os.Environ(), "TOOLHOST_ATTACK="+name, "TOOLHOST_ATTACK_BASE="+base, "TOOLHOST_ATTACK_TOKEN="+token)
+		cmd.Stdin, _ = os.Open(os.DevNull)
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = 10 * time.Second
+		if out, err := cmd.CombinedOutput(); ctx.Err() == nil {
+			tb.Errorf("attacker %s ended before the benchmark: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestAttacker is inChild's child: it runs the attack TOOLHOST_ATTACK
+// until SIGINT. Without that variable it does nothing.
+func TestAttacker(t *testing.T) {
+	name := os.Getenv("TOOLHOST_ATTACK")
+	if name == "" {
+		t.Skip("the child process of inChild")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	for _, a := range attacks {
+		if a.name == name && a.run != nil {
+			a.run(ctx, t, os.Getenv("TOOLHOST_ATTACK_BASE"), os.Getenv("TOOLHOST_ATTACK_TOKEN"))
+			return
+		}
+	}
+	t.Fatalf("no attack %q", name)
 }
 
 const attackPause = 100 * time.Millisecond
@@ -51,14 +90,14 @@ func pause(ctx context.Context, d time.Duration) {
 }
 
 // attackers runs n copies of one until ctx is done, each again after
-// attackPause once the previous run ended.
-func attackers(ctx context.Context, n int, one func(ctx context.Context, i int)) {
+// every pause once the previous run ended.
+func attackers(ctx context.Context, n int, every time.Duration, one func(ctx context.Context, i int)) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				one(ctx, i)
-				pause(ctx, attackPause)
+				pause(ctx, every)
 			}
 		})
 	}
@@ -96,7 +135,7 @@ func hold(ctx context.Context, addr, req string, trickle bool) {
 // it.
 func attackSlowBody(ctx context.Context, _ testing.TB, base, _ string) {
 	addr := strings.TrimPrefix(base, "http://")
-	attackers(ctx, 200, func(ctx context.Context, i int) {
+	attackers(ctx, 200, attackPause, func(ctx context.Context, i int) {
 		auth := ""
 		if i%2 == 1 {
 			auth = "Authorization: Bearer wrong-token-0123456789\r\n"
@@ -110,18 +149,27 @@ func attackSlowBody(ctx context.Context, _ testing.TB, base, _ string) {
 // is cut at read_timeout, and the per-peer limit bounds how many it holds.
 func attackSlowBodyWithToken(ctx context.Context, _ testing.TB, base, token string) {
 	addr := strings.TrimPrefix(base, "http://")
-	attackers(ctx, 100, func(ctx context.Context, _ int) {
+	attackers(ctx, 100, attackPause, func(ctx context.Context, _ int) {
 		hold(ctx, addr, fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n{", addr, token, 1<<20), true)
 	})
 }
 
-// attackConnFlood opens 1,000 connections from one peer and holds them
-// without a byte (until the header timeout closes them), opening another
-// as soon as one is closed (at most every attackPause): past
-// max_connections_per_peer each is reset as soon as it is accepted.
+// attackConnFlood tries to hold 1,000 connections from one peer without
+// a byte (until the header timeout closes them), each opened again a
+// second after it was closed: past max_connections_per_peer each is
+// reset as soon as it is accepted (about 870 a second).
 func attackConnFlood(ctx context.Context, _ testing.TB, base, _ string) {
 	addr := strings.TrimPrefix(base, "http://")
-	attackers(ctx, 1000, func(ctx context.Context, _ int) { hold(ctx, addr, "", false) })
+	attackers(ctx, 1000, time.Second, func(ctx context.Context, _ int) { hold(ctx, addr, "", false) })
+}
+
+// attackConnRate is attackConnFlood opening again after attackPause: about
+// 8,700 connections a second reset at accept. It measures what a
+// connection costs to refuse, which no per-peer limit can bound; a rate
+// limit belongs to the firewall in front.
+func attackConnRate(ctx context.Context, _ testing.TB, base, _ string) {
+	addr := strings.TrimPrefix(base, "http://")
+	attackers(ctx, 1000, attackPause, func(ctx context.Context, _ int) { hold(ctx, addr, "", false) })
 }
 
 // BenchmarkUnderAttack is a well-behaved client's latency while each
