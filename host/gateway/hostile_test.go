@@ -49,8 +49,7 @@ func dialFrom(t testing.TB, from, addr string) net.Conn {
 // withheldBody writes a request's headers announcing a body of length
 // bytes (-1: chunked), and the first 10 bytes of it, and withholds the
 // rest.
-func withheldBody(t testing.TB, c net.Conn, method, path, host, auth string, length int) {
-	t.Helper()
+func withheldBody(c net.Conn, method, path, host, auth string, length int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n", method, path, host)
 	if auth != "" {
@@ -61,9 +60,8 @@ func withheldBody(t testing.TB, c net.Conn, method, path, host, auth string, len
 	} else {
 		fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n{\"jsonrpc\"", length)
 	}
-	if _, err := io.WriteString(c, b.String()); err != nil {
-		t.Fatal(err)
-	}
+	_, err := io.WriteString(c, b.String())
+	return err
 }
 
 // answer reads one response from c, waiting at most answerWait, and then
@@ -106,13 +104,21 @@ func TestWithheldBodyRefusedAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := dialFrom(t, "127.0.0.1", addr)
 			tok := ""
 			if i%2 == 1 {
 				tok = "wrong-token-0123456789"
 			}
 			length := 1000 + i*(256<<10-1000)/n // up to 256 KiB, what net/http drains
-			withheldBody(t, c, "POST", "/mcp", addr, tok, length)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			if err := withheldBody(c, "POST", "/mcp", addr, tok, length); err != nil {
+				errs <- err
+				return
+			}
 			status, closed, err := answer(c, "POST")
 			switch {
 			case err != nil:
@@ -147,7 +153,9 @@ func TestWithheldBodyRefusedAtOnce(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s_%s_%d_length=%d", tc.method, tc.path, tc.want, tc.length), func(t *testing.T) {
 			c := dialFrom(t, "127.0.0.1", addr)
-			withheldBody(t, c, tc.method, tc.path, tc.host, tc.auth, tc.length)
+			if err := withheldBody(c, tc.method, tc.path, tc.host, tc.auth, tc.length); err != nil {
+				t.Fatal(err)
+			}
 			status, closed, err := answer(c, tc.method)
 			if err != nil || status != tc.want || !closed {
 				t.Errorf("status %d, closed %v, err %v; want %d and closed", status, closed, err, tc.want)
@@ -197,7 +205,9 @@ func TestSlowBodyCutAtReadTimeout(t *testing.T) {
 			c := dialFrom(t, "127.0.0.1", addr)
 			t0 := time.Now()
 			if how == "body" {
-				withheldBody(t, c, "POST", "/mcp", addr, "bob-token-0123456789ab", 1000)
+				if err := withheldBody(c, "POST", "/mcp", addr, "bob-token-0123456789ab", 1000); err != nil {
+					t.Fatal(err)
+				}
 			} else {
 				io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: Bearer bob-token-0123456789ab\r\n")
 			}
