@@ -27,7 +27,7 @@ const (
 // Defaults of the [serve] limits against hostile HTTP clients (issue 21:
 // read_timeout, idle_timeout, max_connections, max_connections_per_peer).
 const (
-	// DefaultReadTimeout bounds reading one HTTP request body: a 4 MiB
+	// DefaultReadTimeout bounds reading one HTTP request: a 4 MiB
 	// max_body needs about 1.1 Mbit/s to arrive in time. Raise it with
 	// max_body for slow links.
 	DefaultReadTimeout = 30 * time.Second
@@ -73,9 +73,11 @@ type Serve struct {
 	// Limits against hostile HTTP clients (issue 21). A connection over a
 	// limit is closed as soon as it is accepted.
 
-	// ReadTimeout bounds the reading of one request's body, from when its
-	// headers have arrived (default 30s); a body not in by then is cut
-	// and its connection closed. Headers have their own 10s bound.
+	// ReadTimeout bounds the reading of one HTTP request, headers and body
+	// together, from its first byte (default 30s; http.Server.ReadTimeout);
+	// a request not in by then is cut and its connection closed. Headers
+	// alone must arrive within 10s (or ReadTimeout if shorter). Responses
+	// are not bounded: they stream as long as their call runs.
 	ReadTimeout Duration `toml:"read_timeout"`
 	// IdleTimeout closes a keep-alive connection that has carried no
 	// request for this long (default 2m).
