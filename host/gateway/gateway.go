@@ -378,7 +378,7 @@ func (g *Gateway) Handler() http.Handler {
 	if g.opts.Metrics != nil {
 		mux.Handle("GET /metrics", requireBearer(func() string { return g.cur.Load().cfg.Serve.MetricsToken }, "metrics", g.opts.Metrics.Handler()))
 	}
-	return guard(mux)
+	return front(mux)
 }
 
 // Serve serves Handler on ln until ctx is done, then shuts down, giving

@@ -209,13 +209,13 @@ func rebinding(r *http.Request) bool {
 	return ok && local != nil && isLoopbackHost(local.String()) && !isLoopbackHost(r.Host)
 }
 
-// guard is the outermost handler: it refuses a foreign Host on a loopback
+// front is the outermost handler: it refuses a foreign Host on a loopback
 // listener with 403 on every endpoint, and makes any response written
 // before the request's body was read to its end close the connection
 // (Connection: close), so that net/http does not first wait to drain up
 // to 256 KiB of a body the client may withhold (a refusal must not wait
 // for the body it refuses).
-func guard(next http.Handler) http.Handler {
+func front(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			b := &eofBody{ReadCloser: r.Body}
