@@ -15,7 +15,7 @@
 // profiles; /healthz and /readyz answer outside the token check, /metrics
 // behind [serve] metrics_token when set. Limits against hostile HTTP
 // clients (timeouts, connections per peer and in total, the Host check on
-// loopback) are in guard.go and Serve.
+// loopback) are in front.go and Serve.
 package gateway
 
 import (
