@@ -41,6 +41,27 @@ const (
 	DefaultMaxConcurrent = 64
 )
 
+// Defaults of the [serve] limits against hostile HTTP clients (issue 21:
+// read_timeout, idle_timeout, max_connections, max_connections_per_peer).
+const (
+	// DefaultReadTimeout bounds reading one HTTP request: a 4 MiB
+	// max_body needs about 1.1 Mbit/s to arrive in time. Raise it with
+	// max_body for slow links.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection with no request for
+	// this long: longer than Go's client (90s), so that clients, not the
+	// gateway, close idle connections and never race a request against
+	// the close.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxConnections bounds the gateway's open HTTP connections.
+	DefaultMaxConnections = 1024
+	// DefaultMaxConnectionsPerPeer bounds the open HTTP connections of one
+	// peer address: one session holds a GET stream and a connection per
+	// call in flight, so 128 lets a host run dozens of agents at once while
+	// one peer can take at most an eighth of max_connections.
+	DefaultMaxConnectionsPerPeer = 128
+)
+
 // Serve is the [serve] table: how `toolhost serve` offers the policed
 // catalogue to MCP clients (see host/gateway).
 type Serve struct {
@@ -65,6 +86,31 @@ type Serve struct {
 	// by NAME. With any defined, every HTTP request must carry one of their
 	// tokens ("Authorization: Bearer TOKEN"); an unknown token is 401.
 	Clients map[string]*Client `toml:"clients"`
+
+	// Limits against hostile HTTP clients (issue 21). A connection over a
+	// limit is closed as soon as it is accepted.
+
+	// ReadTimeout bounds the reading of one HTTP request, headers and body
+	// together, from its first byte (default 30s; http.Server.ReadTimeout);
+	// a request not in by then is cut and its connection closed. Headers
+	// alone must arrive within 10s (or ReadTimeout if shorter). Responses
+	// are not bounded: they stream as long as their call runs.
+	ReadTimeout Duration `toml:"read_timeout"`
+	// IdleTimeout closes a keep-alive connection that has carried no
+	// request for this long (default 2m).
+	IdleTimeout Duration `toml:"idle_timeout"`
+	// MaxConnections bounds the open HTTP connections (default 1024).
+	MaxConnections int `toml:"max_connections"`
+	// MaxConnectionsPerPeer bounds the open HTTP connections of one peer
+	// IP address (default 128, at most max_connections). Behind a
+	// reverse proxy every client is the proxy's address: set it to
+	// max_connections and bound clients at the proxy.
+	MaxConnectionsPerPeer int `toml:"max_connections_per_peer"`
+	// MetricsToken, when set, makes GET /metrics require
+	// "Authorization: Bearer TOKEN" (at least 16 characters; write it as
+	// ${VAR}). It is separate from the client tokens: a scraper gets no
+	// catalogue.
+	MetricsToken string `toml:"metrics_token" json:"-"`
 
 	// Limits per client (a [serve.clients.NAME] token; every HTTP client
 	// without a token counts as one client; a stdio session is bounded on
@@ -118,6 +164,7 @@ func (l *loader) validateServe(cfg *Config) {
 	if s.MaxBody == 0 {
 		s.MaxBody = DefaultMaxBody
 	}
+	l.validateServeLimits(s)
 	profile := func(key toml.Key, name string) {
 		if _, ok := cfg.Profiles[name]; name != "" && !ok {
 			l.errorf(key, "no profile named %q: use the NAME of a [profiles.NAME] table, or remove the key for the global policy", name)
@@ -158,6 +205,31 @@ func (l *loader) validateServe(cfg *Config) {
 func (l *loader) validateClientLimits(key toml.Key, c *ClientLimits, dflt ClientLimits) {
 	positive(l, append(slices.Clone(key), "max_sessions"), &c.MaxSessions, dflt.MaxSessions)
 	positive(l, append(slices.Clone(key), "max_concurrent"), &c.MaxConcurrent, dflt.MaxConcurrent)
+}
+
+// validateServeLimits checks the [serve] limits against hostile HTTP
+// clients and fills in their defaults.
+func (l *loader) validateServeLimits(s *Serve) {
+	k := func(name string) toml.Key { return toml.Key{"serve", name} }
+	l.timeout(k("read_timeout"), s.ReadTimeout)
+	def(&s.ReadTimeout, DefaultReadTimeout)
+	l.timeout(k("idle_timeout"), s.IdleTimeout)
+	def(&s.IdleTimeout, DefaultIdleTimeout)
+	positive(l, k("max_connections"), &s.MaxConnections, DefaultMaxConnections)
+	perPeerSet := l.isSet(k("max_connections_per_peer")) || s.MaxConnectionsPerPeer != 0
+	positive(l, k("max_connections_per_peer"), &s.MaxConnectionsPerPeer, DefaultMaxConnectionsPerPeer)
+	switch {
+	case s.MaxConnections < 1 || s.MaxConnectionsPerPeer <= s.MaxConnections:
+	case perPeerSet:
+		l.errorf(k("max_connections_per_peer"), "%d is more than max_connections (%d): use at most that", s.MaxConnectionsPerPeer, s.MaxConnections)
+	default:
+		// Only max_connections was lowered: one peer may use them all.
+		s.MaxConnectionsPerPeer = s.MaxConnections
+	}
+	if s.MetricsToken != "" && len(s.MetricsToken) < minTokenLen {
+		// The value is a secret: the message never quotes it.
+		l.errorf(k("metrics_token"), "is %d characters: use at least %d (for example the output of: openssl rand -hex 32)", len(s.MetricsToken), minTokenLen)
+	}
 }
 
 func validPort(p string) bool {

@@ -12,10 +12,14 @@
 // Transports: stdio (ServeStdio, for desktop clients that spawn toolhost)
 // and Streamable HTTP at /mcp (Handler, Serve), in sessions or stateless
 // ([serve] stateless). Over HTTP, [serve.clients.NAME] tokens map clients to
-// profiles; /healthz and /readyz answer outside the token check.
+// profiles; /healthz and /readyz answer outside the token check, /metrics
+// behind [serve] metrics_token when set. Limits against hostile HTTP
+// clients (timeouts, connections per peer and in total, the Host check on
+// loopback) are in front.go and Serve.
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -66,9 +70,10 @@ type Options struct {
 	// AllowUnauthenticated lets Serve listen beyond loopback with no
 	// client tokens (--allow-unauthenticated).
 	AllowUnauthenticated bool
-	// Metrics, when set, is served at GET /metrics (outside the token
-	// check) and follows the Host's events; pass its Record as the Host's
-	// Options.Audit so that it counts calls.
+	// Metrics, when set, is served at GET /metrics (outside the client
+	// token check; behind [serve] metrics_token when set) and follows the
+	// Host's events; pass its Record as the Host's Options.Audit so that
+	// it counts calls. Serve counts its connections in it.
 	Metrics *Metrics
 }
 
@@ -151,6 +156,10 @@ func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
 	if g.serve.SessionTimeout == 0 {
 		g.serve.SessionTimeout = config.Duration(config.DefaultSessionTimeout)
 	}
+	g.serve.ReadTimeout = cmp.Or(g.serve.ReadTimeout, config.Duration(config.DefaultReadTimeout))
+	g.serve.IdleTimeout = cmp.Or(g.serve.IdleTimeout, config.Duration(config.DefaultIdleTimeout))
+	g.serve.MaxConnections = cmp.Or(g.serve.MaxConnections, config.DefaultMaxConnections)
+	g.serve.MaxConnectionsPerPeer = cmp.Or(g.serve.MaxConnectionsPerPeer, min(config.DefaultMaxConnectionsPerPeer, g.serve.MaxConnections))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	err := g.reconcile(ctx, cfg)
 	cancel()
@@ -329,11 +338,17 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 
 // Handler returns the gateway's HTTP handler: Streamable HTTP at /mcp
 // (behind the bearer-token check when [serve.clients] are defined, with
-// go-sdk's DNS-rebinding check for loopback and http.CrossOriginProtection,
-// bodies capped at [serve] max_body), and, outside the token check, GET
-// /healthz (200 while the process serves), GET /readyz (200 when every
-// backend a served profile requires is ready, else 503 naming them) and,
-// with Options.Metrics, GET /metrics (Prometheus text format).
+// http.CrossOriginProtection, bodies capped at [serve] max_body), and,
+// outside the client-token check, GET /healthz (200 while the process
+// serves), GET /readyz (200 when every backend a served profile requires
+// is ready, else 503 naming them) and, with Options.Metrics, GET /metrics
+// (Prometheus text format; 401 without [serve] metrics_token when one is
+// set).
+//
+// On every path, a request that arrived on a loopback address with a
+// Host header that is not loopback is refused with 403 (DNS rebinding:
+// go-sdk's rule for /mcp, applied to all), and a response written before
+// the request's body was read to its end closes the connection.
 func (g *Gateway) Handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(g.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:      g.serve.Stateless,
@@ -366,15 +381,22 @@ func (g *Gateway) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", g.readyz)
 	if g.opts.Metrics != nil {
-		mux.Handle("GET /metrics", g.opts.Metrics.Handler())
+		mux.Handle("GET /metrics", requireBearer(func() string { return g.cur.Load().cfg.Serve.MetricsToken }, "metrics", g.opts.Metrics.Handler()))
 	}
-	return mux
+	return front(mux)
 }
 
 // Serve serves Handler on ln until ctx is done, then shuts down, giving
 // requests in flight up to 5 seconds. Without client tokens it refuses a
 // listener that is not on loopback (ErrUnauthenticated) unless
 // Options.AllowUnauthenticated.
+//
+// Limits, from [serve] as at New: at most max_connections connections at
+// once and max_connections_per_peer from one peer IP (IPv6: one /64); a
+// connection over either is closed as soon as it is accepted. A request's
+// headers must arrive within 10s and the whole request within
+// read_timeout; a keep-alive connection idle for idle_timeout is closed.
+// There is no write timeout: responses stream for as long as a call runs.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	if !g.opts.AllowUnauthenticated && !isLoopback(ln.Addr()) {
 		if len(g.cur.Load().tokens) == 0 {
@@ -382,7 +404,18 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		g.exposed.Store(true)
 	}
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           g.Handler(),
+		ReadHeaderTimeout: min(readHeaderTimeout, g.serve.ReadTimeout.Std()),
+		// ReadTimeout bounds headers and body together; net/http lifts the
+		// deadline once the body is read, so streams are not cut.
+		ReadTimeout: g.serve.ReadTimeout.Std(),
+		IdleTimeout: g.serve.IdleTimeout.Std(),
+		// No WriteTimeout: it would cut the SSE streams (GET /mcp, streamed
+		// POST responses) of calls that run long.
+		ErrorLog: g.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	ln = newLimitListener(ln, g.serve.MaxConnections, g.serve.MaxConnectionsPerPeer, g.logger, g.opts.Metrics)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -399,6 +432,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	<-errc
 	return err
 }
+
+// readHeaderTimeout bounds the arrival of a request's headers.
+const readHeaderTimeout = 10 * time.Second
 
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)

@@ -24,13 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -405,27 +402,13 @@ func (gd *guard) deleteAccepted(r *http.Request, id string) bool {
 // loopback listener (403, DNS-rebinding protection), or an
 // MCP-Protocol-Version it does not support (400).
 func sdkRefuses(r *http.Request) bool {
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopbackHost(la.String()) && !isLoopbackHost(r.Host) {
+	if rebinding(r) {
 		return true
 	}
 	// Versions from 2026-07-28 on that it does not know, it lets through
 	// (they are decided per request).
 	v := r.Header.Get("Mcp-Protocol-Version")
 	return v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) && v < "2026-07-28"
-}
-
-// isLoopbackHost reports whether addr (host or host:port) is localhost or a
-// loopback IP, as the go-sdk's DNS-rebinding check decides.
-func isLoopbackHost(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = strings.Trim(addr, "[]")
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // writeRPCError answers with a JSON-RPC error response (JSON-RPC 2.0 §5)

@@ -19,11 +19,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// attack runs against the gateway at base (its root URL; the MCP endpoint
-// is base+"/mcp") as the client of token until ctx is done, and returns
-// once what it started has ended.
-type attack func(ctx context.Context, tb testing.TB, base, token string)
-
 // bigBatch is a JSON-RPC batch of n tools/call requests of fx__sleep.
 func bigBatch(n, ms int) string {
 	var b strings.Builder

@@ -28,6 +28,8 @@ import (
 //	mcp_backend_state{backend,state}                      gauge: 1 for the backend's current state, else 0
 //	mcp_backend_restarts{backend}                         gauge: restarts since start
 //	mcp_backend_tools{backend}                            gauge: tools in the catalogue
+//	mcp_http_connections                                  gauge: HTTP connections open (Serve)
+//	mcp_http_connections_refused_total{limit}             counter: closed at once over max_connections or max_connections_per_peer
 type Metrics struct {
 	reg         *prometheus.Registry
 	invocations *prometheus.CounterVec
@@ -35,6 +37,7 @@ type Metrics struct {
 	errors      *prometheus.CounterVec
 	retries     *prometheus.CounterVec
 	circuit     *prometheus.GaugeVec
+	conns       connMetrics
 
 	mu sync.Mutex
 	h  *host.Host // for the backend gauges, read at scrape time
@@ -62,6 +65,7 @@ func NewMetrics() *Metrics {
 			Name: "mcp_circuit_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open (tool \"\": the backend's breaker).",
 		}, []string{"backend", "tool"}),
 	}
+	m.conns = newConnMetrics(m.reg)
 	m.reg.MustRegister(m.invocations, m.latency, m.errors, m.retries, m.circuit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), backendCollector{m})
 	return m
