@@ -486,7 +486,7 @@ func TestCircuitBreakerPerTool(t *testing.T) {
 	fh := newFaultHost(t, "", `
 [servers.flaky]
 command = "@FIXTURE@"
-timeout = "100ms"
+timeout = "1s" # a busy machine under -race can take 100ms+ for a round trip
 health_check = "none"
 circuit_breaker = { failures = 3, cooldown = "300ms", successes = 2 }
 `)
@@ -494,7 +494,7 @@ circuit_breaker = { failures = 3, cooldown = "300ms", successes = 2 }
 	// Three timeouts of one tool open that tool's circuit; successes of
 	// another tool in between keep the backend's closed.
 	for i := range 3 {
-		if _, err := fh.CallTool(ctx, "flaky__sleep", map[string]any{"ms": 1000}); !errors.Is(err, host.ErrTimeout) {
+		if _, err := fh.CallTool(ctx, "flaky__sleep", map[string]any{"ms": 5000}); !errors.Is(err, host.ErrTimeout) {
 			t.Fatalf("slow call %d: %v, want ErrTimeout", i+1, err)
 		}
 		if err := fh.echo(ctx, "flaky__echo"); err != nil {
