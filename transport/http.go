@@ -121,7 +121,7 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
-	lost    sync.Map // session ID -> struct{}: the server answered 404 for it
+	lost    sync.Map     // session ID -> struct{}: the server answered 404 for it
 	tap     func([]byte) // sees every SSE event's data as the go-sdk reads it
 }
 

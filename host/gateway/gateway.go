@@ -98,6 +98,8 @@ type Gateway struct {
 	exposed atomic.Bool            // Serve listens beyond loopback: tokens required
 	calls   inflight
 	pending pendingSet
+	notify  notifier // per-session queues of broadcasts (notify.go)
+	streams streams  // open HTTP response streams by session (notify.go)
 
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's
@@ -149,6 +151,14 @@ func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
 	if g.serve.SessionTimeout == 0 {
 		g.serve.SessionTimeout = config.Duration(config.DefaultSessionTimeout)
 	}
+	// Slow consumers (notify.go).
+	if g.serve.WriteTimeout == 0 {
+		g.serve.WriteTimeout = config.Duration(config.DefaultWriteTimeout)
+	}
+	if g.serve.NotifyQueue == 0 {
+		g.serve.NotifyQueue = config.DefaultNotifyQueue
+	}
+	g.notify.g = g
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	err := g.reconcile(ctx, cfg)
 	cancel()
@@ -338,6 +348,7 @@ func (g *Gateway) Handler() http.Handler {
 		SessionTimeout: g.serve.SessionTimeout.Std(),
 	})
 	var h http.Handler = http.NewCrossOriginProtection().Handler(mcpHandler)
+	h = g.writeDeadlines(h) // slow consumers: a deadline on every write to a stream ([serve] write_timeout, notify.go)
 	h = limitBody(g.calls.track(h), int64(g.serve.MaxBody))
 	open := h
 	authed := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)

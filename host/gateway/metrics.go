@@ -28,6 +28,7 @@ import (
 //	mcp_backend_state{backend,state}                      gauge: 1 for the backend's current state, else 0
 //	mcp_backend_restarts{backend}                         gauge: restarts since start
 //	mcp_backend_tools{backend}                            gauge: tools in the catalogue
+//	mcp_gateway_sessions_dropped_total{reason}            counter: sessions closed for not keeping up (queue_full, write_timeout)
 type Metrics struct {
 	reg         *prometheus.Registry
 	invocations *prometheus.CounterVec
@@ -35,6 +36,7 @@ type Metrics struct {
 	errors      *prometheus.CounterVec
 	retries     *prometheus.CounterVec
 	circuit     *prometheus.GaugeVec
+	dropped     *prometheus.CounterVec // sessions dropped (notify.go)
 
 	mu sync.Mutex
 	h  *host.Host // for the backend gauges, read at scrape time
@@ -62,6 +64,10 @@ func NewMetrics() *Metrics {
 			Name: "mcp_circuit_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open (tool \"\": the backend's breaker).",
 		}, []string{"backend", "tool"}),
 	}
+	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_sessions_dropped_total", Help: "Gateway sessions closed because their client did not keep up: a full notification queue or a timed-out write.",
+	}, []string{"reason"})
+	m.reg.MustRegister(m.dropped)
 	m.reg.MustRegister(m.invocations, m.latency, m.errors, m.retries, m.circuit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), backendCollector{m})
 	return m
@@ -147,3 +153,6 @@ func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(st.Tools), st.Name)
 	}
 }
+
+// sessionDropped counts one session dropped for reason (notify.go).
+func (m *Metrics) sessionDropped(reason string) { m.dropped.WithLabelValues(reason).Inc() }

@@ -65,6 +65,7 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
+	ps.srv.AddSendingMiddleware(g.notify.sending) // broadcasts queued per session (notify.go)
 	if g.serve.Stateless {
 		ps.statelessLevel = "info"
 	}
