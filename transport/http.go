@@ -111,8 +111,9 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 		client.Transport = rt
 	}
 	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features, oauth: o.OAuth}
-	h.ops = ops{do: h.do, progress: &progressRouter{}, calls: &callSet{tapped: true}}
-	rt.tap = h.calls.tapLog // log messages relayed as the SSE body is read (sseTap)
+	h.ops = ops{do: h.do, progress: &progressRouter{tapped: true}, calls: &callSet{tapped: true}}
+	// Log messages and progress relayed as the SSE body is read (sseTap).
+	rt.tap = func(data []byte) { tapLine(h.calls, h.progress, data) }
 	return h
 }
 

@@ -100,6 +100,32 @@ func (c *callSet) handlerLog(p *mcp.LoggingMessageParams) {
 	}
 }
 
+// tapLine relays the notifications/message and notifications/progress of
+// one line (stdio) or SSE event (Streamable HTTP) as the transport reads
+// it (tapLog, tapProgress).
+func tapLine(calls *callSet, progress *progressRouter, line []byte) {
+	calls.tapLog(line)
+	tapProgress(progress, line)
+}
+
+// tapProgress delivers a notifications/progress as the transport reads it,
+// for the reason tapLog does. It decodes only lines that may be one while
+// a call waits for progress.
+func tapProgress(r *progressRouter, line []byte) {
+	if !bytes.Contains(line, []byte(`"notifications/progress"`)) || !r.waiting() {
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage                 `json:"id"`
+		Method string                          `json:"method"`
+		Params *mcp.ProgressNotificationParams `json:"params"`
+	}
+	if json.Unmarshal(line, &msg) != nil || msg.ID != nil || msg.Method != "notifications/progress" {
+		return
+	}
+	r.deliver(msg.Params)
+}
+
 // tapLog relays a notifications/message as the transport reads the line
 // (stdio) or the SSE event (Streamable HTTP, sseTap): before the line or
 // event that carries the call's result is read, so every message a server

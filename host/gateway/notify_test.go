@@ -58,9 +58,18 @@ func TestLogsPrecedeResult(t *testing.T) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 		})
+	mcp.AddTool(up, &mcp.Tool{Name: "steps", Description: "five progress reports, then the result"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			for i := range burst {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i + 1), Total: burst}); err != nil {
+					return nil, nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
 	upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
 	t.Cleanup(upSrv.Close) // after the host's Close
-	f := start(t, unpinned+"\n[servers.up]\nurl = \""+upSrv.URL+"\"\n")
+	f := start(t, unpinned+"\n[servers.fx]\ncommand = \"@FIXTURE@\"\nargs = [\"-progress\"]\nstartup_timeout = \"5m\"\n\n[servers.up]\nurl = \""+upSrv.URL+"\"\n")
 	url := serveLoopback(t, f)
 
 	code, body, hdr := post(t, url, "", initialize)
@@ -73,22 +82,25 @@ func TestLogsPrecedeResult(t *testing.T) {
 		t.Fatalf("logging/setLevel: %d %s", code, body)
 	}
 	for _, tc := range []struct {
-		tool string
-		want int // log messages per call
+		tool, args string
+		method     string // of the notifications
+		want       int    // notifications per call
 	}{
-		{"ask__log", 9},
-		{"up__burst", burst},
+		{"ask__log", `{}`, "notifications/message", 9},
+		{"up__burst", `{}`, "notifications/message", burst},
+		{"fx__progress", `{"steps":5},"_meta":{"progressToken":"p"}`, "notifications/progress", 5},
+		{"up__steps", `{},"_meta":{"progressToken":"p"}`, "notifications/progress", burst},
 	} {
 		for i := range 40 {
 			id := 100 + i
-			_, body, _ := post(t, url, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tc.tool))
+			_, body, _ := post(t, url, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tc.tool, tc.args))
 			msgs := sseMessages(t, body)
 			logs, result := 0, -1
 			for j, m := range msgs {
 				switch {
-				case m["method"] == "notifications/message":
+				case m["method"] == tc.method:
 					if result >= 0 {
-						t.Fatalf("%s call %d: a log message after the result: %s", tc.tool, i, body)
+						t.Fatalf("%s call %d: a notification after the result: %s", tc.tool, i, body)
 					}
 					logs++
 				case m["id"] == float64(id):
@@ -96,7 +108,7 @@ func TestLogsPrecedeResult(t *testing.T) {
 				}
 			}
 			if result < 0 || logs != tc.want {
-				t.Fatalf("%s call %d: %d log messages before the result (want %d), result at %d:\n%s", tc.tool, i, logs, tc.want, result, body)
+				t.Fatalf("%s call %d: %d %s before the result (want %d), result at %d:\n%s", tc.tool, i, logs, tc.method, tc.want, result, body)
 			}
 		}
 	}
