@@ -144,6 +144,9 @@ func (n *notifier) write(ss *mcp.ServerSession, q *notifyQueue) {
 // HTTP streams cut (a write blocked on them fails now) and the session
 // closed. client names it in the log when known ("" otherwise).
 func (g *Gateway) drop(ss *mcp.ServerSession, client, reason string) {
+	if client == "" {
+		client = g.streams.client(ss.ID())
+	}
 	info := ""
 	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 		info = ip.ClientInfo.Name
@@ -187,6 +190,16 @@ func (s *streams) remove(id string, w *streamWriter) {
 	}
 }
 
+// client names the client of an open stream of session id ("" if none).
+func (s *streams) client(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.open[id] {
+		return w.client
+	}
+	return ""
+}
+
 // cut makes every write to the streams of session id fail from now on.
 func (s *streams) cut(id string) {
 	s.mu.Lock()
@@ -211,6 +224,7 @@ func (g *Gateway) writeDeadlines(next http.Handler) http.Handler {
 			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
 				client = ti.UserID
 			}
+			sw.client = client
 			sw.stalled = func() { go g.dropID(id, client) }
 			g.streams.add(id, sw)
 			defer g.streams.remove(id, sw)
@@ -237,6 +251,7 @@ type streamWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	client  string // the client's name ([serve.clients], or "http")
 	stalled func() // called once, at the first write that times out (nil: none)
 	once    sync.Once
 	isCut   atomic.Bool
