@@ -92,7 +92,7 @@ test: build plugins srt
 	@# The load test's short form: 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStress$$' ./host -stress 8s -stress-kill 2s > $(BIN)/stress.out 2>&1; \
 	  rc=$$?; grep -E '^(stress:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress.out; exit $$rc
-	@# The MCP conformance suite: server scenarios through toolhost serve, client scenarios through the host API (about 15s).
+	@# The MCP conformance suite: server scenarios through toolhost serve (sessions 5 times in a row, each equal to direct), client scenarios through the host API (about 40s).
 	GO=$(GO) testdata/conformance/run.sh
 	@# The gateway's load test's short form: 50 HTTP clients for 8s, a backend killed every 2s.
 	$(GO) test -race -count=1 -v -run '^TestStressServe$$' ./host/gateway -stress 8s -stress-kill 2s > $(BIN)/stress-serve.out 2>&1; \

@@ -62,6 +62,21 @@ const (
 	DefaultMaxConnectionsPerPeer = 128
 )
 
+// Defaults and bounds of the [serve] keys that bound what a client that
+// does not read can cost the gateway (host/gateway, notify.go).
+const (
+	// DefaultWriteTimeout bounds one write to an HTTP response stream of
+	// the gateway (an SSE event, a flush); a stream whose client has not
+	// taken the bytes by then is cut and its session closed.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultNotifyQueue is how many notifications broadcast to a session
+	// (list_changed, resources/updated) may wait for its stream; one more
+	// closes the session.
+	DefaultNotifyQueue = 64
+	// MaxNotifyQueue caps notify_queue.
+	MaxNotifyQueue = 65536
+)
+
 // Serve is the [serve] table: how `toolhost serve` offers the policed
 // catalogue to MCP clients (see host/gateway).
 type Serve struct {
@@ -82,6 +97,16 @@ type Serve struct {
 	// MaxBody caps the size of one HTTP request body (default 4MiB); a
 	// larger body is refused with 413.
 	MaxBody Size `toml:"max_body"`
+	// WriteTimeout bounds each write of the gateway to an HTTP response
+	// stream, SSE events included (default 10s): the client must take
+	// the bytes within it or the stream is cut and its session closed. It
+	// is not a bound on a whole response, so long-lived SSE streams stay
+	// open.
+	WriteTimeout Duration `toml:"write_timeout"`
+	// NotifyQueue is how many broadcast notifications (list_changed,
+	// resources/updated) may wait for one session's stream (default 64,
+	// 1 to MaxNotifyQueue); a session whose queue is full is closed.
+	NotifyQueue int `toml:"notify_queue"`
 	// Clients are the HTTP clients allowed in ([serve.clients.NAME]), keyed
 	// by NAME. With any defined, every HTTP request must carry one of their
 	// tokens ("Authorization: Bearer TOKEN"); an unknown token is 401.
@@ -165,6 +190,13 @@ func (l *loader) validateServe(cfg *Config) {
 		s.MaxBody = DefaultMaxBody
 	}
 	l.validateServeLimits(s)
+	// Slow consumers (write_timeout, notify_queue).
+	l.timeout(k("write_timeout"), s.WriteTimeout)
+	def(&s.WriteTimeout, DefaultWriteTimeout)
+	positive(l, k("notify_queue"), &s.NotifyQueue, DefaultNotifyQueue)
+	if s.NotifyQueue > MaxNotifyQueue {
+		l.errorf(k("notify_queue"), "%d is out of range: use 1 to %d, or remove the key for the default (%d)", s.NotifyQueue, MaxNotifyQueue, DefaultNotifyQueue)
+	}
 	profile := func(key toml.Key, name string) {
 		if _, ok := cfg.Profiles[name]; name != "" && !ok {
 			l.errorf(key, "no profile named %q: use the NAME of a [profiles.NAME] table, or remove the key for the global policy", name)

@@ -111,16 +111,19 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 		client.Transport = rt
 	}
 	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features, oauth: o.OAuth}
-	h.ops = ops{do: h.do, progress: &progressRouter{}, calls: &callSet{}}
+	h.ops = ops{do: h.do, progress: &progressRouter{tapped: true}, calls: &callSet{tapped: true}}
+	// Log messages and progress relayed as the SSE body is read (sseTap).
+	rt.tap = func(data []byte) { tapLine(h.calls, h.progress, data) }
 	return h
 }
 
-// headerTransport sets fixed headers on every request, and notes the
-// sessions the server answered 404 for.
+// headerTransport sets fixed headers on every request, notes the sessions
+// the server answered 404 for, and taps the SSE bodies for log messages.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
-	lost    sync.Map // session ID -> struct{}: the server answered 404 for it
+	lost    sync.Map     // session ID -> struct{}: the server answered 404 for it
+	tap     func([]byte) // sees every SSE event's data as the go-sdk reads it
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -146,6 +149,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode == http.StatusNotFound {
 			t.lost.Store(id, struct{}{})
 		}
+	}
+	if err == nil && t.tap != nil && resp.Body != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = newSSETap(resp.Body, t.tap)
 	}
 	return resp, err
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -89,19 +90,47 @@ func logRank(l mcp.LoggingLevel) int {
 }
 
 // handlerLog is relayLog for the go-sdk's notifications/message handler:
-// on transports that do not tap their input (HTTP). There, the go-sdk may
-// hand a call its result before it has run the handler for a message
-// that came before the result, so the call's last messages can be lost.
+// on transports that do not tap their input. There, the go-sdk may hand a
+// call its result before it has run the handler for a message that came
+// before the result, so the call's last messages can be lost; stdio and
+// Streamable HTTP both tap (tapLog, sseTap).
 func (c *callSet) handlerLog(p *mcp.LoggingMessageParams) {
 	if c != nil && !c.tapped {
 		c.relayLog(p)
 	}
 }
 
+// tapLine relays the notifications/message and notifications/progress of
+// one line (stdio) or SSE event (Streamable HTTP) as the transport reads
+// it (tapLog, tapProgress).
+func tapLine(calls *callSet, progress *progressRouter, line []byte) {
+	calls.tapLog(line)
+	tapProgress(progress, line)
+}
+
+// tapProgress delivers a notifications/progress as the transport reads it,
+// for the reason tapLog does. It decodes only lines that may be one while
+// a call waits for progress.
+func tapProgress(r *progressRouter, line []byte) {
+	if !bytes.Contains(line, []byte(`"notifications/progress"`)) || !r.waiting() {
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage                 `json:"id"`
+		Method string                          `json:"method"`
+		Params *mcp.ProgressNotificationParams `json:"params"`
+	}
+	if json.Unmarshal(line, &msg) != nil || msg.ID != nil || msg.Method != "notifications/progress" {
+		return
+	}
+	r.deliver(msg.Params)
+}
+
 // tapLog relays a notifications/message as the transport reads the line
-// (stdio): before the line that carries the call's result is read, so
-// every message a server sends before its result reaches the call. It
-// decodes only lines that may be one while a call wants them.
+// (stdio) or the SSE event (Streamable HTTP, sseTap): before the line or
+// event that carries the call's result is read, so every message a server
+// sends before its result reaches the call. It decodes only lines that may
+// be one while a call wants them.
 func (c *callSet) tapLog(line []byte) {
 	if c == nil || !bytes.Contains(line, []byte(`"notifications/message"`)) {
 		return
@@ -161,4 +190,73 @@ func (se *session) forLog(ctx context.Context, p *mcp.CallToolParams) *mcp.CallT
 		se.logLevel = s.level
 	}
 	return p
+}
+
+// maxTapEvent bounds the data of one SSE event that sseTap gathers to look
+// for a notifications/message in it; a longer event passes through
+// untapped (its message, if it is one, still reaches the logger).
+const maxTapEvent = 1 << 20
+
+// sseTap is the body of a Streamable HTTP response in SSE form
+// (text/event-stream, MCP 2025-11-25 basic/transports) as the go-sdk reads
+// it: each event's data goes to tap as soon as the blank line that ends
+// the event has been read, before the go-sdk sees any later byte of the
+// stream, so a log message sent before a call's result is relayed before
+// that result can reach the call (the go-sdk's own handler runs
+// notifications asynchronously and may run one after the call has
+// returned). Events are parsed as the WHATWG HTML "server-sent events"
+// section says: lines end with CRLF, LF or CR; "data:" lines, one optional
+// space after the colon, are joined with LF.
+type sseTap struct {
+	io.ReadCloser
+	tap  func([]byte)
+	line []byte // the current line so far
+	data []byte // the current event's data so far
+	over bool   // the current line or event exceeds maxTapEvent
+	cr   bool   // the last byte was a CR: an LF next ends no line
+}
+
+func newSSETap(body io.ReadCloser, tap func([]byte)) *sseTap {
+	return &sseTap{ReadCloser: body, tap: tap}
+}
+
+func (t *sseTap) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	for _, b := range p[:n] {
+		if t.cr && b == '\n' {
+			t.cr = false
+			continue
+		}
+		t.cr = b == '\r'
+		if b != '\n' && b != '\r' {
+			if len(t.line) < maxTapEvent {
+				t.line = append(t.line, b)
+			} else {
+				t.over = true
+			}
+			continue
+		}
+		t.endLine()
+	}
+	return n, err
+}
+
+// endLine handles one complete line.
+func (t *sseTap) endLine() {
+	line := t.line
+	t.line = t.line[:0]
+	switch {
+	case len(line) == 0: // the end of an event
+		if len(t.data) > 0 && !t.over {
+			t.tap(t.data[:len(t.data)-1]) // without the last LF
+		}
+		t.data, t.over = t.data[:0], false
+	case bytes.HasPrefix(line, []byte("data:")):
+		v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+		if len(t.data)+len(v)+1 > maxTapEvent {
+			t.over = true
+			return
+		}
+		t.data = append(append(t.data, v...), '\n')
+	}
 }

@@ -23,10 +23,12 @@ type progressKey struct{}
 // WithProgress returns a context that asks for progress: a tools/call made
 // with it over an MCP transport carries a _meta.progressToken, and f is
 // called for each notifications/progress the server sends for that call
-// while the call is in flight (never after it returns; a report that
-// arrives with the result may be dropped). f runs on the connection's
-// goroutine: it must be quick and must not block. A server may send no
-// progress at all; a Wasm plugin never does.
+// while the call is in flight (never after it returns). Over stdio and
+// Streamable HTTP every report the server sends before the result reaches
+// f before CallTool returns: they are relayed as the transport reads them
+// (tapProgress). f runs on the connection's goroutine: it must be quick and
+// must not block. A server may send no progress at all; a Wasm plugin never
+// does.
 func WithProgress(ctx context.Context, f func(Progress)) context.Context {
 	return context.WithValue(ctx, progressKey{}, f)
 }
@@ -43,6 +45,10 @@ type progressRouter struct {
 	mu    sync.Mutex
 	next  uint64
 	calls map[string]*progressCall
+	// tapped: reports are delivered as the transport reads them
+	// (tapProgress), not by the go-sdk's handler, which may run after
+	// the call has returned.
+	tapped bool
 }
 
 type progressCall struct {
@@ -74,10 +80,19 @@ func (r *progressRouter) register(f func(Progress)) (token string, done func()) 
 }
 
 func (r *progressRouter) handle(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if r == nil || req == nil || req.Params == nil {
+	if r == nil || r.tapped || req == nil {
 		return
 	}
-	token, ok := req.Params.ProgressToken.(string)
+	r.deliver(req.Params)
+}
+
+// deliver calls the f of the call whose token p carries, if it is in
+// flight.
+func (r *progressRouter) deliver(p *mcp.ProgressNotificationParams) {
+	if r == nil || p == nil {
+		return
+	}
+	token, ok := p.ProgressToken.(string)
 	if !ok {
 		return
 	}
@@ -90,9 +105,18 @@ func (r *progressRouter) handle(_ context.Context, req *mcp.ProgressNotification
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.done {
-		p := req.Params
 		c.f(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 	}
+}
+
+// waiting reports whether any call waits for progress.
+func (r *progressRouter) waiting() bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls) > 0
 }
 
 // withToken returns a copy of p that asks for progress with token (p's own

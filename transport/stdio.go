@@ -159,7 +159,7 @@ var _ Transport = (*Stdio)(nil)
 // Connect.
 func NewStdio(cmd Command, opts *StdioOptions) *Stdio {
 	s := &Stdio{cmd: cmd, contain: &contained}
-	s.ops = ops{do: s.do, progress: &progressRouter{}, calls: &callSet{tapped: true}}
+	s.ops = ops{do: s.do, progress: &progressRouter{tapped: true}, calls: &callSet{tapped: true}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -522,7 +522,7 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		f.s.calls.tapLog(trimmed)
+		tapLine(f.s.calls, f.s.progress, trimmed) // log messages and progress, ahead of the result
 		f.buf = append(trimmed, '\n')
 	}
 	n := copy(p, f.buf)

@@ -103,7 +103,9 @@ type Gateway struct {
 	exposed atomic.Bool            // Serve listens beyond loopback: tokens required
 	calls   inflight
 	pending pendingSet
-	guard   *guard // per-client limits (guard.go)
+	guard   *guard   // per-client limits (guard.go)
+	notify  notifier // per-session queues of broadcasts (notify.go)
+	streams streams  // open HTTP response streams by session (notify.go)
 
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's
@@ -160,6 +162,14 @@ func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
 	g.serve.IdleTimeout = cmp.Or(g.serve.IdleTimeout, config.Duration(config.DefaultIdleTimeout))
 	g.serve.MaxConnections = cmp.Or(g.serve.MaxConnections, config.DefaultMaxConnections)
 	g.serve.MaxConnectionsPerPeer = cmp.Or(g.serve.MaxConnectionsPerPeer, min(config.DefaultMaxConnectionsPerPeer, g.serve.MaxConnections))
+	// Slow consumers (notify.go).
+	if g.serve.WriteTimeout == 0 {
+		g.serve.WriteTimeout = config.Duration(config.DefaultWriteTimeout)
+	}
+	if g.serve.NotifyQueue == 0 {
+		g.serve.NotifyQueue = config.DefaultNotifyQueue
+	}
+	g.notify.g = g
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	err := g.reconcile(ctx, cfg)
 	cancel()
@@ -356,8 +366,10 @@ func (g *Gateway) Handler() http.Handler {
 	})
 	// Cross-origin check, then the request guard (ids, batches, sessions per
 	// client: guard.go), then call tracking, whose DELETE cancels only what
-	// the go-sdk will accept (guard.deleteAccepted).
-	var h http.Handler = http.NewCrossOriginProtection().Handler(g.guard.http(g.calls.track(mcpHandler, g.guard.deleteAccepted)))
+	// the go-sdk will accept (guard.deleteAccepted), then a deadline on every
+	// write to a stream ([serve] write_timeout: slow consumers, notify.go).
+	var h http.Handler = g.writeDeadlines(mcpHandler)
+	h = http.NewCrossOriginProtection().Handler(g.guard.http(g.calls.track(h, g.guard.deleteAccepted)))
 	h = limitBody(h, int64(g.serve.MaxBody))
 	open := h
 	authed := auth.RequireBearerToken(g.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)

@@ -30,6 +30,7 @@ import (
 //	mcp_backend_tools{backend}                            gauge: tools in the catalogue
 //	mcp_http_connections                                  gauge: HTTP connections open (Serve)
 //	mcp_http_connections_refused_total{limit}             counter: closed at once over max_connections or max_connections_per_peer
+//	mcp_gateway_sessions_dropped_total{reason}            counter: sessions closed for not keeping up (queue_full, write_timeout)
 type Metrics struct {
 	reg         *prometheus.Registry
 	invocations *prometheus.CounterVec
@@ -38,6 +39,7 @@ type Metrics struct {
 	retries     *prometheus.CounterVec
 	circuit     *prometheus.GaugeVec
 	conns       connMetrics
+	dropped     *prometheus.CounterVec // sessions dropped (notify.go)
 
 	mu sync.Mutex
 	h  *host.Host // for the backend gauges, read at scrape time
@@ -66,6 +68,10 @@ func NewMetrics() *Metrics {
 		}, []string{"backend", "tool"}),
 	}
 	m.conns = newConnMetrics(m.reg)
+	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_sessions_dropped_total", Help: "Gateway sessions closed because their client did not keep up: a full notification queue or a timed-out write.",
+	}, []string{"reason"})
+	m.reg.MustRegister(m.dropped)
 	m.reg.MustRegister(m.invocations, m.latency, m.errors, m.retries, m.circuit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), backendCollector{m})
 	return m
@@ -151,3 +157,6 @@ func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(st.Tools), st.Name)
 	}
 }
+
+// sessionDropped counts one session dropped for reason (notify.go).
+func (m *Metrics) sessionDropped(reason string) { m.dropped.WithLabelValues(reason).Inc() }

@@ -72,6 +72,7 @@ func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
 	ps.coming = g.h.Coming
 	ps.srv.AddReceivingMiddleware(ps.callComing)
 	ps.srv.AddReceivingMiddleware(g.guard.middleware) // outermost: max_concurrent, versions (guard.go)
+	ps.srv.AddSendingMiddleware(g.notify.sending)     // broadcasts queued per session (notify.go)
 	if g.serve.Stateless {
 		ps.statelessLevel = "info"
 	}

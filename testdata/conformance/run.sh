@@ -5,19 +5,27 @@
 # protocol eras: sessions (2025-11-25) and stateless ([serve] stateless = true
 # on our side, -stateless=true on the server's). Prints the four totals.
 #
+# Through the gateway the sessions era runs GATEWAY_RUNS times in a row, each
+# on a freshly started `toolhost serve` (issue 20 item 3: a relay that is
+# right only most of the time shows up here), and every one of those totals
+# must equal the direct total.
+#
 # Usage: testdata/conformance/run.sh     (from the module root; make conformance)
 # Env:   CONFORMANCE_VERSION (default 0.1.16), SPEC_VERSION (default 2025-11-25),
+#        GATEWAY_RUNS (default 5: sessions-era runs through the gateway),
 #        OUT (default bin/conformance: results, logs and the servers' stderr).
 #
 # Exit status: 0 when every run fails exactly the scenarios its baseline lists
-# (testdata/conformance/baseline-*.yml, each gap with its reason), 1 otherwise.
-# The gateway's totals equal the server's once baseline-gateway.yml is empty.
+# (testdata/conformance/baseline-*.yml, each gap with its reason) and every
+# gateway run's total equals the direct one, 1 otherwise. The gateway's totals
+# equal the server's once baseline-gateway.yml is empty.
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 VERSION=${CONFORMANCE_VERSION:-0.1.16}
 SPEC=${SPEC_VERSION:-2025-11-25}
 OUT=${OUT:-$ROOT/bin/conformance}
+GATEWAY_RUNS=${GATEWAY_RUNS:-5}
 GO=${GO:-go}
 rm -rf "$OUT" && mkdir -p "$OUT"
 
@@ -102,36 +110,54 @@ prefix  = ""
 [serve]
 stateless = $stateless
 TOML
-	bin/toolhost --config "$OUT/toolhost-$era.toml" serve --listen 127.0.0.1:0 2>"$OUT/gateway-$era.stderr" &
-	pid=$!
-	PIDS+=($pid)
-	url=
-	for _ in $(seq 1 600); do
-		url=$(sed -n 's/.*serving MCP (Streamable HTTP) at \(http[^ ]*\).*/\1/p' "$OUT/gateway-$era.stderr")
-		[ -n "$url" ] && break
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.1
-	done
-	[ -n "$url" ] || { echo "conformance: toolhost serve did not start"; cat "$OUT/gateway-$era.stderr"; exit 1; }
 	baseline=$ROOT/testdata/conformance/baseline-gateway.yml
 	if [ $era = stateless ]; then
 		# The gateway's own gaps and what stateless mode cannot do.
 		baseline=$OUT/baseline-gateway-stateless.yml
 		{ echo "server:"; grep -hE '^\s*- ' testdata/conformance/baseline-gateway.yml testdata/conformance/baseline-stateless.yml | sort -u; } >"$baseline"
 	fi
-	suite "gateway-$era" "$url" "$baseline"
+	runs=1
+	[ $era = sessions ] && runs=$GATEWAY_RUNS
+	for run in $(seq 1 "$runs"); do
+		name=gateway-$era
+		[ "$runs" -gt 1 ] && name=gateway-$era-$run
+		bin/toolhost --config "$OUT/toolhost-$era.toml" serve --listen 127.0.0.1:0 2>"$OUT/$name.stderr" &
+		pid=$!
+		PIDS+=($pid)
+		url=
+		for _ in $(seq 1 600); do
+			url=$(sed -n 's/.*serving MCP (Streamable HTTP) at \(http[^ ]*\).*/\1/p' "$OUT/$name.stderr")
+			[ -n "$url" ] && break
+			kill -0 $pid 2>/dev/null || break
+			sleep 0.1
+		done
+		[ -n "$url" ] || { echo "conformance: toolhost serve did not start"; cat "$OUT/$name.stderr"; exit 1; }
+		suite "$name" "$url" "$baseline"
+		kill $pid 2>/dev/null
+		wait $pid 2>/dev/null
+	done
 done
 
 echo
 echo "== conformance totals (server scenarios, spec $SPEC, suite $VERSION)"
 status=0
 for era in sessions stateless; do
-	for side in direct gateway; do
-		printf '%-10s %-8s %s\n' "$era" "$side" "$(cat "$OUT/$side-$era.total")"
-		[ "$(cat "$OUT/$side-$era.rc")" = 0 ] || status=1
+	printf '%-10s %-12s %s\n' "$era" direct "$(cat "$OUT/direct-$era.total")"
+	[ "$(cat "$OUT/direct-$era.rc")" = 0 ] || status=1
+	for f in "$OUT"/gateway-$era.total "$OUT"/gateway-$era-*.total; do
+		[ -f "$f" ] || continue
+		name=$(basename "$f" .total)
+		label=gateway
+		[ "$name" != "gateway-$era" ] && label="gateway #${name##*-}"
+		printf '%-10s %-12s %s\n' "$era" "$label" "$(cat "$f")"
+		[ "$(cat "$OUT/$name.rc")" = 0 ] || status=1
+		if [ "$(cat "$f")" != "$(cat "$OUT/direct-$era.total")" ]; then
+			echo "conformance: $name's total differs from the direct run's; see $OUT/$name.log"
+			status=1
+		fi
 	done
 done
-[ $status = 0 ] || echo "conformance: a run failed a scenario its baseline does not list; see $OUT/*.log"
+[ $status = 0 ] || echo "conformance: a run failed a scenario its baseline does not list, or a gateway total differs from direct; see $OUT/*.log"
 
 # ---------------------------------------------------------------------------
 # Client scenarios (issue 13 item 5): the suite's client scenarios (--suite
