@@ -74,3 +74,27 @@ timeout = "%v"
 		t.Errorf("the call took %v; want about %v (at least it, and well under %v)", d, timeout, 2*timeout)
 	}
 }
+
+// TestCallSlowStartOneDeadline: a server that takes 8× its timeout to
+// start fails `toolhost call` at the timeout, not once it has started (the
+// command does not wait for the start outside the call's deadline). The
+// command then stops the server (stdin closed, a grace of 2s, SIGTERM),
+// so it ends at about 3× the timeout, well before the start's 8×.
+func TestCallSlowStartOneDeadline(t *testing.T) {
+	const timeout = time.Second
+	cfg := writeConfig(t, fmt.Sprintf(`
+[servers.fx]
+command = "@FIXTURE@"
+args = ["-start-delay", "%v"]
+timeout = "%v"
+`, 8*timeout, timeout))
+	t0 := time.Now()
+	code, stdout, stderr := runCLI("--config", cfg, "call", "fx__echo", "--args", `{"text":"x"}`)
+	d := time.Since(t0)
+	if code != exitCallError || !strings.Contains(stderr, "timed out") {
+		t.Fatalf("exit %d after %v, stdout %q, stderr %q; want exit %d, timed out", code, d, stdout, stderr, exitCallError)
+	}
+	if d < timeout || d >= 6*timeout {
+		t.Errorf("the command took %v; want about %v plus the server's stop (at least it, and well before the start's %v)", d, timeout, 8*timeout)
+	}
+}

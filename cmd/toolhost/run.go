@@ -96,6 +96,12 @@ type cli struct {
 	// prepare, when set, adjusts the loaded configuration before withHost
 	// builds its Host (call: start only the backends the call needs).
 	prepare func(cfg *config.Config)
+	// callOnly, set by call, makes withHost not wait in host.New for the
+	// backends' first start: the call's one deadline, from the command's
+	// start, covers that wait (the host's resolve layer waits for a
+	// backend coming up within it), so a backend slower to start than its
+	// timeout fails the call at the timeout, not after its start.
+	callOnly bool
 	// hostOpts, when set, adjusts withHost's host.Options.
 	hostOpts func(opts *host.Options)
 }
@@ -280,7 +286,15 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	if c.hostOpts != nil {
 		c.hostOpts(opts)
 	}
-	h, err := host.New(ctx, cfg, opts)
+	// New waits for the eager backends' first start until its ctx is done;
+	// a call does not wait there (callOnly).
+	newCtx := ctx
+	if c.callOnly {
+		var cancel context.CancelFunc
+		newCtx, cancel = context.WithCancel(ctx)
+		cancel()
+	}
+	h, err := host.New(newCtx, cfg, opts)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
 		return exitUsage
@@ -523,6 +537,7 @@ func (c *cli) call(args []string) int {
 		return c.usageError(err.Error())
 	}
 	c.prepare = func(cfg *config.Config) { c.startOnly(cfg, host.Needs(cfg, name, *profile)) }
+	c.callOnly = true
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		v, code := c.view(h, *profile)
 		if v == nil {
@@ -533,7 +548,7 @@ func (c *cli) call(args []string) int {
 		if isTerminal(c.stderr) {
 			// The server's progress, if it sends any, as a bar on stderr.
 			bar = &progressBar{w: c.stderr}
-			callCtx = host.WithProgress(ctx, bar.update)
+			callCtx = host.WithProgress(callCtx, bar.update)
 		}
 		res, err := v.CallTool(callCtx, name, json.RawMessage(argText))
 		if bar != nil {
