@@ -53,7 +53,7 @@ func attackBatchModern(ctx context.Context, tb testing.TB, base, token string) {
 	for range 2 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				rawPost(ctx, tb, url, token, sid, huge)
+				attackPost(ctx, url, token, sid, huge)
 			}
 		})
 	}
@@ -72,7 +72,7 @@ func attackBatchLegacy(ctx context.Context, tb testing.TB, base, token string) {
 	for range 2 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				rawPost(ctx, tb, url, token, sid, batch)
+				attackPost(ctx, url, token, sid, batch)
 			}
 		})
 	}
@@ -91,7 +91,7 @@ func attackConcurrency(ctx context.Context, tb testing.TB, base, token string) {
 		var wg sync.WaitGroup
 		for i := range 256 {
 			wg.Go(func() {
-				rawPost(ctx, tb, url, token, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":200}}}`, i), "Mcp-Protocol-Version", "2025-11-25")
+				attackPost(ctx, url, token, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":200}}}`, i), "Mcp-Protocol-Version", "2025-11-25")
 			})
 		}
 		wg.Wait()
@@ -108,7 +108,7 @@ func attackSessions(ctx context.Context, tb testing.TB, base, token string) {
 	for range 4 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				if _, _, hdr := rawPost(ctx, tb, url, token, "", initialize); hdr.Get("Mcp-Session-Id") != "" {
+				if _, _, hdr := attackPost(ctx, url, token, "", initialize); hdr.Get("Mcp-Session-Id") != "" {
 					mu.Lock()
 					opened = append(opened, hdr.Get("Mcp-Session-Id"))
 					mu.Unlock()
@@ -133,7 +133,7 @@ func attackIDs(ctx context.Context, tb testing.TB, base, token string) {
 	for i := range 4 {
 		wg.Go(func() {
 			for n := i; ctx.Err() == nil; n++ {
-				rawPost(ctx, tb, url, token, sid, `{"jsonrpc":"2.0","id":`+ids[n%len(ids)]+`,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}`, "Mcp-Protocol-Version", "2025-11-25")
+				attackPost(ctx, url, token, sid, `{"jsonrpc":"2.0","id":`+ids[n%len(ids)]+`,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}`, "Mcp-Protocol-Version", "2025-11-25")
 			}
 		})
 	}
