@@ -26,9 +26,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The goroutines before any test ran (the runtime's, package inits');
+	// any other still running once the tests are done is a leak.
+	before := goleak.IgnoreCurrent()
 	code := testutil.Main(m)
 	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
+		if err := goleak.Find(before); err != nil {
 			println("goleak:", err.Error())
 			code = 1
 		}
@@ -64,8 +67,10 @@ func TestConformanceStdioFixture(t *testing.T) {
 // in-process go-sdk server on a loopback httptest server.
 func fixtureHTTP(t *testing.T) (url string, restart func()) {
 	var h atomic.Pointer[mcp.StreamableHTTPHandler]
+	var servers []*mcp.Server // every one restart made: their sessions end with the test
 	newHandler := func() *mcp.StreamableHTTPHandler {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "httpfixture", Version: "1"}, nil)
+		servers = append(servers, srv)
 		mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
 			Text string `json:"text"`
 		}) (*mcp.CallToolResult, any, error) {
@@ -93,6 +98,13 @@ func fixtureHTTP(t *testing.T) (url string, restart func()) {
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
+		// A session its client left without DELETE (a restart's 404, a
+		// cut connection) lives in its server until closed.
+		for _, srv := range servers {
+			for ss := range srv.Sessions() {
+				ss.Close()
+			}
+		}
 	})
 	// restart replaces the server: every existing session is unknown to the
 	// new one, which answers 404 for it, as a restarted server does.

@@ -293,8 +293,11 @@ func (g *Gateway) syncAll(ctx context.Context) {
 	}
 }
 
-// Close stops following the Host. Sessions end when their transports do;
-// Close does not close the Host. It is idempotent.
+// Close stops following the Host and ends every session of every profile
+// (their calls in flight are cancelled), so that no goroutine of the
+// gateway's outlives it; an HTTP client's next request in such a session
+// is 404 (MCP 2025-11-25 basic/transports, "Session Management"). Close
+// does not close the Host. It is idempotent.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
 		if g.unsubscribe != nil {
@@ -305,6 +308,12 @@ func (g *Gateway) Close() error {
 		}
 		close(g.stop)
 		<-g.done
+		for _, ps := range g.cur.Load().servers {
+			for ss := range ps.srv.Sessions() {
+				g.calls.end(func(c *call) bool { return c.ss == ss })
+				ss.Close()
+			}
+		}
 	})
 	return nil
 }

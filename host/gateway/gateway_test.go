@@ -27,9 +27,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The goroutines before any test ran (the runtime's, package inits');
+	// any other still running once the tests are done is a leak.
+	before := goleak.IgnoreCurrent()
 	code := testutil.Main(m)
 	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
+		if err := goleak.Find(before); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

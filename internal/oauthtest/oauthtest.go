@@ -70,6 +70,7 @@ type Server struct {
 
 	opts Options
 	srv  *httptest.Server
+	mcp  *mcp.Server // behind /mcp
 
 	mu       sync.Mutex
 	clients  map[string]client
@@ -109,6 +110,7 @@ func New(t testing.TB, opts *Options) *Server {
 	}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	})
+	s.mcp = srv
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.protect(mcpHandler))
@@ -131,6 +133,10 @@ func New(t testing.TB, opts *Options) *Server {
 func (s *Server) Close() {
 	s.srv.CloseClientConnections()
 	s.srv.Close()
+	// A session its client left without DELETE lives until closed.
+	for ss := range s.mcp.Sessions() {
+		ss.Close()
+	}
 }
 
 // Require sets the scopes every MCP request needs from now on.
