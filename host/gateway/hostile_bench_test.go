@@ -33,14 +33,6 @@ func bigBatch(n, ms int) string {
 	return b.String()
 }
 
-// attackBatch (item 4): attackBatchModern and attackBatchLegacy at once.
-func attackBatch(ctx context.Context, tb testing.TB, base, token string) {
-	var wg sync.WaitGroup
-	wg.Go(func() { attackBatchModern(ctx, tb, base, token) })
-	wg.Go(func() { attackBatchLegacy(ctx, tb, base, token) })
-	wg.Wait()
-}
-
 // attackBatchModern (item 4): 8,000 tools/call in one batch (≈800 KiB),
 // posted again and again from 2 connections without an
 // MCP-Protocol-Version header in a 2025-11-25 session.
