@@ -35,31 +35,24 @@ func bigBatch(n, ms int) string {
 
 // attackBatchModern (item 4): 8,000 tools/call in one batch (≈800 KiB),
 // posted again and again from 2 connections without an
-// MCP-Protocol-Version header in a 2025-11-25 session.
+// MCP-Protocol-Version header in a 2025-11-25 session: refused whole.
 func attackBatchModern(ctx context.Context, tb testing.TB, base, token string) {
-	url := base + "/mcp"
-	sid := openSession(tb, url, token, "2025-11-25")
-	defer deleteSession(tb, url, token, sid)
-	huge := bigBatch(8000, 1000)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				attackPost(ctx, url, token, sid, huge)
-			}
-		})
-	}
-	wg.Wait()
+	batchFlood(ctx, tb, base, token, "2025-11-25", bigBatch(8000, 1000))
 }
 
 // attackBatchLegacy (item 4): batches of MaxBatch tools/call of fx__sleep
 // (1 s) in a 2025-03-26 session, posted again and again from 2
 // connections: max_concurrent of them run, the others are refused.
 func attackBatchLegacy(ctx context.Context, tb testing.TB, base, token string) {
+	batchFlood(ctx, tb, base, token, "2025-03-26", bigBatch(64, 1000))
+}
+
+// batchFlood posts batch again and again from 2 connections in a session
+// that negotiated version, until ctx is done.
+func batchFlood(ctx context.Context, tb testing.TB, base, token, version, batch string) {
 	url := base + "/mcp"
-	sid := openSession(tb, url, token, "2025-03-26")
+	sid := openSession(tb, url, token, version)
 	defer deleteSession(tb, url, token, sid)
-	batch := bigBatch(64, 1000)
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -167,34 +166,17 @@ func serveTiny(tb testing.TB, f *fixture) string {
 	return "http://" + ln.Addr().String() + "/mcp"
 }
 
-// postJSON sends one JSON-RPC body to url and returns the status, the
-// session ID the gateway gave and the body.
-func postJSON(url, session, body string) (int, string, string, error) {
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b), nil
-}
-
 // openUnread opens a session at url whose client then opens the standalone
 // SSE stream (GET /mcp) on a connection with tiny buffers and never reads
 // past its headers. It returns the session ID and the connection, which
 // the caller closes.
 func openUnread(url string) (string, net.Conn, error) {
-	code, sid, body, err := postJSON(url, "", initialize)
+	code, body, hdr, err := doPost(context.Background(), url, "", "", initialize)
+	sid := hdr.Get("Mcp-Session-Id")
 	if err != nil || code != http.StatusOK || sid == "" {
 		return "", nil, fmt.Errorf("initialize: %d %s %v", code, body, err)
 	}
-	if _, _, _, err := postJSON(url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+	if _, _, _, err := doPost(context.Background(), url, "", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
 		return "", nil, err
 	}
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error { return tinyBuffers(c) }}

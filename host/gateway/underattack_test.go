@@ -201,7 +201,8 @@ func BenchmarkUnderAttack(b *testing.B) {
 	tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}
 	defer tr.CloseIdleConnections()
 	client := mcp.NewClient(&mcp.Implementation{Name: "well-behaved"}, nil)
-	params := &mcp.CallToolParams{Name: "wasm__echo", Arguments: map[string]any{"text": "hello"}}
+	args := map[string]any{"text": "hello"}
+	params := &mcp.CallToolParams{Name: "wasm__echo", Arguments: args}
 	for _, a := range attacks {
 		b.Run("attack="+a.name, func(b *testing.B) {
 			ctx, stop := context.WithCancel(context.Background())
@@ -225,18 +226,7 @@ func BenchmarkUnderAttack(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var lat latencies
-			b.ResetTimer()
-			for b.Loop() {
-				t0 := time.Now()
-				res, err := cs.CallTool(ctx, params)
-				lat.add(time.Since(t0))
-				if err != nil || res.IsError {
-					b.Fatal(err, res)
-				}
-			}
-			b.StopTimer()
-			lat.report(b)
+			benchCalls(b, cs, params.Name, args)
 		})
 	}
 }
