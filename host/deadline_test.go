@@ -42,13 +42,15 @@ timeout = "1m"
 		{"caller deadline", "long__sleep", 250 * time.Millisecond, 250 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// start before the caller's deadline is set: the call may end
+			// exactly at that deadline, which is no sooner than start+caller.
+			start := time.Now()
 			ctx := bg
 			if c.caller > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(bg, c.caller)
 				defer cancel()
 			}
-			start := time.Now()
 			_, err := h.CallTool(ctx, c.tool, map[string]any{"text": "20s"})
 			if !errors.Is(err, host.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want ErrTimeout and DeadlineExceeded", err)

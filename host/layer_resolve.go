@@ -32,8 +32,16 @@ func resolveLayer(h *Host, next handler) handler {
 				// The wait is within the deadline the call will have: that
 				// of the backend the name most likely belongs to.
 				wctx, cancel := h.waitBound(ctx, o)
-				h.ensureStarted(wctx)
+				// First the backends whose prefix begins the name (started
+				// if lazy, waited for if coming up); only a name none of
+				// them lists starts every other lazy backend, so that an
+				// unknown tool's suggestions come from the whole catalogue
+				// while a known one starts only its owner.
 				e, ok, unavailable = h.resolve(wctx, o.name)
+				if !ok && unavailable == nil {
+					h.ensureStarted(wctx)
+					e, ok, unavailable = h.resolve(wctx, o.name)
+				}
 				cancel()
 				if !ok && unavailable != nil {
 					if o.rec != nil {
