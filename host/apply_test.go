@@ -610,3 +610,22 @@ func TestCloseDuringApply(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestCustomMaxOutputNamesItsOption: a backend of Host.Add has no
+// [servers.NAME] table, so a result over its MaxOutput names
+// BackendOptions.MaxOutput, not a table that does not exist.
+func TestCustomMaxOutputNamesItsOption(t *testing.T) {
+	h := newHost(t, "")
+	ctx := context.Background()
+	newTr := func() transport.Transport { return newGoTools(demoTools()) }
+	if err := h.Add(ctx, "go", newTr, &host.BackendOptions{MaxOutput: 16}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.CallTool(ctx, "go__echo", map[string]any{"text": strings.Repeat("x", 64)})
+	if !errors.Is(err, host.ErrOutputTooLarge) {
+		t.Fatalf("echo of 64 bytes with MaxOutput 16: %v, want ErrOutputTooLarge", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "[servers.") || !strings.Contains(msg, "BackendOptions.MaxOutput") {
+		t.Errorf("error names the wrong limit: %s", msg)
+	}
+}

@@ -227,7 +227,7 @@ func (h *Host) required(profile, what string) error {
 	}
 	for _, r := range prof.Requires {
 		if down, lastErr := h.named(r).down(); down {
-			return fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready (see toolhost status): %w", what, ErrRequiredBackend, profile, r, lastErr)
+			return fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready; try again once it is: %w", what, ErrRequiredBackend, profile, r, lastErr)
 		}
 	}
 	return nil

@@ -54,8 +54,14 @@ func validateLayer(h *Host, next handler) handler {
 			o.rec.ResultBytes = o.size
 		}
 		if e.b.maxOutput > 0 && o.size > e.b.maxOutput {
-			return nil, fmt.Errorf("%s: result of %d bytes exceeds max_output (%d bytes) of [servers.%s]: %w; raise max_output or ask for less",
-				o.name, o.size, e.b.maxOutput, e.b.name, transport.ErrOutputTooLarge)
+			// A backend of Host.Add has no [servers.NAME] table: its
+			// limit is BackendOptions.MaxOutput.
+			limit := fmt.Sprintf("max_output (%d bytes) of [servers.%s]", e.b.maxOutput, e.b.name)
+			if e.b.kind == KindCustom {
+				limit = fmt.Sprintf("BackendOptions.MaxOutput (%d bytes) of backend %q", e.b.maxOutput, e.b.name)
+			}
+			return nil, fmt.Errorf("%s: result of %d bytes exceeds %s: %w; raise it or ask for less",
+				o.name, o.size, limit, transport.ErrOutputTooLarge)
 		}
 		if e.out != nil && !h.noValidate && !res.IsError && res.StructuredContent != nil {
 			if verr := e.out.Validate(structured(res.StructuredContent)); verr != nil {

@@ -199,9 +199,9 @@ func (b *backend) unavailable(deadline error) error {
 	var err error
 	switch {
 	case deadline == nil && lastErr != nil:
-		err = fmt.Errorf("%w: backend %q is %s (see toolhost status): %w", ErrBackendUnavailable, b.name, state, lastErr)
+		err = fmt.Errorf("%w: backend %q is %s: %w", ErrBackendUnavailable, b.name, state, lastErr)
 	case deadline == nil:
-		err = fmt.Errorf("%w: backend %q %s (see toolhost status)", ErrBackendUnavailable, b.name, state)
+		err = fmt.Errorf("%w: backend %q %s", ErrBackendUnavailable, b.name, state)
 	default:
 		why := ""
 		if lastErr != nil {

@@ -311,7 +311,7 @@ func (o *OAuth) Authorize(ctx context.Context, req *http.Request, resp *http.Res
 		if o.opts.Server == "" {
 			return fmt.Errorf("%w (%s)", ErrNeedsLogin, why)
 		}
-		return fmt.Errorf("%w (%s): run `toolhost login %s`", ErrNeedsLogin, why, o.opts.Server)
+		return fmt.Errorf("%w (%s): server %q: store a token (an authorization-code login), then restart the backend", ErrNeedsLogin, why, o.opts.Server)
 	}
 	o.stepUp = insufficient
 	err := o.code.Authorize(ctx, req, resp)

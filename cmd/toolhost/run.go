@@ -26,6 +26,7 @@ import (
 	"github.com/toolhost/toolhost/internal/redact"
 	"github.com/toolhost/toolhost/internal/termsafe"
 	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/transport"
 )
 
 // Exit codes.
@@ -566,6 +567,14 @@ func (c *cli) call(args []string) int {
 				fmt.Fprintf(c.stderr, "Run 'toolhost tools%s' to list the tools you may call.\n", profileFlag(*profile))
 			case errors.Is(err, host.ErrBackendUnavailable), errors.Is(err, host.ErrRequiredBackend):
 				fmt.Fprintf(c.stderr, "Run 'toolhost status' for the state of every backend.\n")
+			}
+			if errors.Is(err, transport.ErrNeedsLogin) {
+				// The library's error names the server, not the command.
+				for _, st := range h.Status() {
+					if st.State == host.StateNeedsLogin {
+						fmt.Fprintf(c.stderr, "Backend %s needs an OAuth login: run `toolhost login %s`, then retry.\n", st.Name, st.Name)
+					}
+				}
 			}
 			return exitCallError
 		}
