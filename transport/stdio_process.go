@@ -1,0 +1,186 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Pid returns the child's process ID (also its process group ID), or 0 when
+// it is not running.
+func (s *Stdio) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.Process == nil {
+		return 0
+	}
+	select {
+	case <-s.exited:
+		return 0
+	default:
+		return s.proc.Process.Pid
+	}
+}
+
+func (s *Stdio) environ() []string {
+	var env []string
+	for _, k := range s.cmd.InheritEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range s.cmd.Env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func exitText(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "was killed by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	}
+	if err != nil {
+		return "exited: " + err.Error()
+	}
+	return "exited with status 0"
+}
+
+func (s *Stdio) stderrTail() string {
+	s.tailMu.Lock()
+	defer s.tailMu.Unlock()
+	if len(s.tail) == 0 {
+		return ""
+	}
+	return "; last stderr: " + strings.Join(s.tail, " | ")
+}
+
+func (s *Stdio) readStderr() {
+	defer s.bg.Done()
+	defer close(s.stderrEOF)
+	r := bufio.NewReaderSize(s.stderr, maxStderrLine)
+	for {
+		line, isPrefix, err := r.ReadLine()
+		if len(line) > 0 {
+			text := string(line)
+			if isPrefix {
+				text += "…"
+				// Skip the rest of an overlong line.
+				for isPrefix && err == nil {
+					_, isPrefix, err = r.ReadLine()
+				}
+			}
+			s.logger.Info("stderr", "line", text)
+			s.tailMu.Lock()
+			if len(text) > 200 {
+				text = text[:200] + "…"
+			}
+			s.tail = append(s.tail, text)
+			if len(s.tail) > stderrTailLines {
+				s.tail = s.tail[1:]
+			}
+			s.tailMu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// terminate waits for the group leader to exit after stdin was closed,
+// escalating to SIGTERM and SIGKILL to the whole process group, and then
+// makes sure no other member of the group survives the leader.
+func (s *Stdio) terminate() error {
+	grace := s.opts.TerminateGrace
+	var escalated error
+	wait := func(d time.Duration) bool {
+		select {
+		case <-s.exited:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+	if !wait(grace) {
+		s.logger.Warn("server did not exit after stdin closed; sending SIGTERM", "pgid", s.pgid)
+		_ = syscall.Kill(-s.pgid, syscall.SIGTERM)
+		escalated = errors.New("server needed SIGTERM to exit")
+		if !wait(grace) {
+			s.logger.Warn("server did not exit after SIGTERM; sending SIGKILL", "pgid", s.pgid)
+			_ = syscall.Kill(-s.pgid, syscall.SIGKILL)
+			escalated = errors.New("server needed SIGKILL to exit")
+			<-s.exited
+		}
+	}
+	// The leader is gone; other members of its group (an npx launcher's node
+	// child, say) may not be.
+	if groupAlive(s.pgid) {
+		_ = syscall.Kill(-s.pgid, syscall.SIGTERM)
+		deadline := time.Now().Add(grace)
+		for groupAlive(s.pgid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if groupAlive(s.pgid) {
+			_ = syscall.Kill(-s.pgid, syscall.SIGKILL)
+		}
+	}
+	return escalated
+}
+
+// groupAlive reports whether any live (not zombie) process is left in process
+// group pgid. Zombies count as gone: they hold no resources and are reaped by
+// their parent (or init), which toolhost cannot do for orphans.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	return len(GroupMembers(pgid)) > 0
+}
+
+// GroupMembers lists the live (not zombie) processes in process group pgid,
+// read from /proc. Where /proc is not available it reports pgid itself while
+// the group can be signalled. Tests use it to check that nothing outlives a
+// Transport.
+func GroupMembers(pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		if syscall.Kill(-pgid, 0) == nil {
+			return []int{pgid}
+		}
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: state ppid pgrp ...
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
