@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -205,76 +204,16 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		return nil, errors.New("stdio transport: Connect called twice")
 	}
 
-	path := s.cmd.Path
-	if !strings.Contains(path, "/") {
-		// Look the program up in toolhost's PATH, not the child's (which may
-		// not have one).
-		lp, err := exec.LookPath(path)
-		if err != nil {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("%w: command %q not found in PATH", ErrStart, path)
-		}
-		path = lp
-	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
+	if err := s.start(); err != nil {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: %v", ErrStart, err)
+		return nil, err
 	}
-	outR, outW, _ := os.Pipe()
-	errR, errW, _ := os.Pipe()
-	env := s.environ()
-	newCmd := func() *exec.Cmd {
-		cmd := exec.Command(path, s.cmd.Args...)
-		cmd.Env = env
-		cmd.Dir = s.cmd.Dir
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-		return cmd
-	}
-	// The child is started, and waited for, on one goroutine locked to its
-	// thread (see containment.start).
-	exited := make(chan struct{})
-	started := make(chan *exec.Cmd, 1)
-	var startErr error
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		cmd, _, err := s.contain.start(newCmd)
-		if err != nil {
-			startErr = err
-			close(started)
-			return
-		}
-		started <- cmd
-		s.exitErr = cmd.Wait()
-		close(exited)
-	}()
-	cmd, ok := <-started
-	// The child holds its own copies of these ends now.
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if !ok {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: starting %q: %w", ErrStart, s.cmd.Path, startErr)
-	}
-	s.proc, s.pgid = cmd, cmd.Process.Pid
-	s.stdin, s.stdout, s.stderr = inW, outR, errR
-	s.exited = exited
-	s.stderrEOF = make(chan struct{})
-	s.done = make(chan struct{})
-	s.bg.Add(1)
-	go s.readStderr()
 	s.mu.Unlock()
-	s.logger.Debug("started", "pid", cmd.Process.Pid, "command", s.cmd.Path)
+	s.logger.Debug("started", "pid", s.pgid, "command", s.cmd.Path)
 
 	conn := &mcp.IOTransport{
-		Reader:        &lineFilter{s: s, r: bufio.NewReaderSize(outR, 64*1024), max: s.opts.MaxLineLength, strict: s.opts.StrictStdout},
-		Writer:        inW,
+		Reader:        &lineFilter{s: s, r: bufio.NewReaderSize(s.stdout, 64*1024), max: s.opts.MaxLineLength, strict: s.opts.StrictStdout},
+		Writer:        s.stdin,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
 	// taskTransport runs the calls of tools that are tasks (tasks.go).

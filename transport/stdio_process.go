@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,75 @@ func (s *Stdio) Pid() int {
 	default:
 		return s.proc.Process.Pid
 	}
+}
+
+// start starts the child (s.mu held): its pipes, its process (on a
+// goroutine locked to its thread, see containment.start, which then waits
+// for it), and the reader of its stderr. Errors wrap ErrStart; on error
+// nothing is left running or open.
+func (s *Stdio) start() error {
+	path := s.cmd.Path
+	if !strings.Contains(path, "/") {
+		// Look the program up in toolhost's PATH, not the child's (which may
+		// not have one).
+		lp, err := exec.LookPath(path)
+		if err != nil {
+			return fmt.Errorf("%w: command %q not found in PATH", ErrStart, path)
+		}
+		path = lp
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStart, err)
+	}
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	env := s.environ()
+	newCmd := func() *exec.Cmd {
+		cmd := exec.Command(path, s.cmd.Args...)
+		cmd.Env = env
+		cmd.Dir = s.cmd.Dir
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+		return cmd
+	}
+	// The child is started, and waited for, on one goroutine locked to its
+	// thread (see containment.start).
+	exited := make(chan struct{})
+	started := make(chan *exec.Cmd, 1)
+	var startErr error
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		cmd, _, err := s.contain.start(newCmd)
+		if err != nil {
+			startErr = err
+			close(started)
+			return
+		}
+		started <- cmd
+		s.exitErr = cmd.Wait()
+		close(exited)
+	}()
+	cmd, ok := <-started
+	// The child holds its own copies of these ends now.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if !ok {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return fmt.Errorf("%w: starting %q: %w", ErrStart, s.cmd.Path, startErr)
+	}
+	s.proc, s.pgid = cmd, cmd.Process.Pid
+	s.stdin, s.stdout, s.stderr = inW, outR, errR
+	s.exited = exited
+	s.stderrEOF = make(chan struct{})
+	s.done = make(chan struct{})
+	s.bg.Add(1)
+	go s.readStderr()
+	return nil
 }
 
 func (s *Stdio) environ() []string {
