@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/procgroup"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 	"github.com/toolhost/toolhost/transport"
@@ -84,7 +85,7 @@ func gone(t *testing.T, what string, pid int) {
 	if pid == 0 {
 		t.Fatalf("%s: no pid", what)
 	}
-	if left := transport.GroupMembers(pid); len(left) > 0 {
+	if left := procgroup.Members(pid); len(left) > 0 {
 		t.Errorf("%s: process group %d still has %v", what, pid, left)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/procgroup"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -91,9 +92,9 @@ func waitState(t testing.TB, h *host.Host, name string, state host.State) host.B
 func waitGone(t testing.TB, pgid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(transport.GroupMembers(pgid)) > 0 {
+	for len(procgroup.Members(pgid)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("process group %d still has %v", pgid, transport.GroupMembers(pgid))
+			t.Fatalf("process group %d still has %v", pgid, procgroup.Members(pgid))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -418,7 +419,7 @@ command = "@FIXTURE@"
 		t.Errorf("Close: %v", err)
 	}
 	for _, pid := range pids {
-		if left := transport.GroupMembers(pid); len(left) > 0 {
+		if left := procgroup.Members(pid); len(left) > 0 {
 			t.Errorf("process group %d still has %v after Close", pid, left)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/buildinfo"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -29,7 +30,7 @@ import (
 // An entry is one file, <key>.json, in the directory ToolCacheDir of the
 // compilation cache directory (mode 0700; files 0600, written to a temporary
 // file and renamed, so a reader never sees half an entry). Its key is the
-// SHA-256 of: the module's SHA-256, the toolhost version (transport.Version
+// SHA-256 of: the module's SHA-256, the toolhost version (buildinfo.Version
 // and the build's VCS revision and dependency versions), the ABI, and what
 // of the [plugins.NAME] table the guest can observe (memory cap, config,
 // mounts, allowed hosts). An entry is read as untrusted input: one that is
@@ -93,7 +94,7 @@ type toolCacheEntry struct {
 }
 
 var buildVersion = sync.OnceValue(func() string {
-	v := "toolhost " + transport.Version
+	v := "toolhost " + buildinfo.Version
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/procgroup"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -61,7 +62,7 @@ func TestConnectCloseCycles(t *testing.T) {
 		t.Fatalf("%d stdio cycles completed, want %d", len(pids), n)
 	}
 	for _, pid := range pids {
-		if left := transport.GroupMembers(pid); len(left) > 0 {
+		if left := procgroup.Members(pid); len(left) > 0 {
 			t.Fatalf("server %d's process group still has %v after Close", pid, left)
 		}
 	}

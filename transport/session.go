@@ -11,13 +11,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/buildinfo"
 )
 
-// Version is the client version toolhost reports in the MCP initialize
-// request (clientInfo.version).
-var Version = "0.1.0"
-
-// ClientName is the client name toolhost reports in clientInfo.name.
+// ClientName is the client name toolhost reports in clientInfo.name (its
+// clientInfo.version is buildinfo.Version).
 const ClientName = "toolhost"
 
 // newClient builds the go-sdk client used by both MCP transports. Server log
@@ -60,7 +59,7 @@ func newClient(logger hclog.Logger, onChange func(ListKind), progress *progressR
 	if len(copts.Roots) > 0 || copts.ListRoots != nil {
 		caps.RootsV2 = &mcp.RootCapabilities{}
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
+	c := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: buildinfo.Version}, &mcp.ClientOptions{
 		ToolListChangedHandler:     tools,
 		PromptListChangedHandler:   prompts,
 		ResourceListChangedHandler: resources,

@@ -2,16 +2,16 @@ package transport
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/procgroup"
 )
 
 // Pid returns the child's process ID (also its process group ID), or 0 when
@@ -194,63 +194,15 @@ func (s *Stdio) terminate() error {
 	}
 	// The leader is gone; other members of its group (an npx launcher's node
 	// child, say) may not be.
-	if groupAlive(s.pgid) {
+	if procgroup.Alive(s.pgid) {
 		_ = syscall.Kill(-s.pgid, syscall.SIGTERM)
 		deadline := time.Now().Add(grace)
-		for groupAlive(s.pgid) && time.Now().Before(deadline) {
+		for procgroup.Alive(s.pgid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if groupAlive(s.pgid) {
+		if procgroup.Alive(s.pgid) {
 			_ = syscall.Kill(-s.pgid, syscall.SIGKILL)
 		}
 	}
 	return escalated
-}
-
-// groupAlive reports whether any live (not zombie) process is left in process
-// group pgid. Zombies count as gone: they hold no resources and are reaped by
-// their parent (or init), which toolhost cannot do for orphans.
-func groupAlive(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false
-	}
-	return len(GroupMembers(pgid)) > 0
-}
-
-// GroupMembers lists the live (not zombie) processes in process group pgid,
-// read from /proc. Where /proc is not available it reports pgid itself while
-// the group can be signalled. Tests use it to check that nothing outlives a
-// Transport.
-func GroupMembers(pgid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		if syscall.Kill(-pgid, 0) == nil {
-			return []int{pgid}
-		}
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command: state ppid pgrp ...
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/procgroup"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/transport"
 	"github.com/toolhost/toolhost/transport/transporttest"
@@ -339,11 +340,11 @@ func TestStdioCloseLeavesNothing(t *testing.T) {
 			}
 			// Give a spawned grandchild time to appear.
 			time.Sleep(100 * time.Millisecond)
-			members := transport.GroupMembers(pgid)
+			members := procgroup.Members(pgid)
 			if err := tr.Close(); err != nil && name != "ignore-term" {
 				t.Errorf("Close: %v", err)
 			}
-			if left := transport.GroupMembers(pgid); len(left) > 0 {
+			if left := procgroup.Members(pgid); len(left) > 0 {
 				t.Errorf("after Close, process group %d still has %v (had %v)", pgid, left, members)
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			}

@@ -24,9 +24,9 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/gateway"
+	"github.com/toolhost/toolhost/internal/procgroup"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/wasmbuild"
-	"github.com/toolhost/toolhost/transport"
 )
 
 var (
@@ -259,7 +259,7 @@ func TestStressServe(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 	for _, pid := range pids {
-		eventually(t, fmt.Sprintf("process group %d gone", pid), func() bool { return len(transport.GroupMembers(pid)) == 0 })
+		eventually(t, fmt.Sprintf("process group %d gone", pid), func() bool { return len(procgroup.Members(pid)) == 0 })
 	}
 }
 
