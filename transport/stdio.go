@@ -108,6 +108,7 @@ type Stdio struct {
 	opts    StdioOptions
 	logger  hclog.Logger
 	contain *containment // the levels tried and kept; &contained but in tests
+	sizes   sizeTable    // the tools/call results awaited by CallToolSized
 
 	mu         sync.Mutex
 	closed     bool
@@ -216,8 +217,10 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		Writer:        s.stdin,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
-	// taskTransport runs the calls of tools that are tasks (tasks.go).
-	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, &taskTransport{inner: conn, logger: s.logger}, sessionOptions(s.opts.Features))
+	// taskTransport runs the calls of tools that are tasks (tasks.go);
+	// sizedTransport, above it, measures results (stdio_size.go).
+	tr := &sizedTransport{inner: &taskTransport{inner: conn, logger: s.logger}, sizes: &s.sizes}
+	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, tr, sessionOptions(s.opts.Features))
 	if err != nil {
 		cause := capErr(s.fault(ctx, err))
 		s.Close()
