@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -140,5 +141,45 @@ func TestStdioCallToolSizedTask(t *testing.T) {
 	want, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": "slow done after 1 polls"}}, "isError": false})
 	if got := res.Content[0].(*mcp.TextContent).Text; got != "slow done after 1 polls" || size != len(want) {
 		t.Errorf("task call: %q of size %d, want %q of size %d", got, size, "slow done after 1 polls", len(want))
+	}
+}
+
+// BenchmarkStdioResultSize measures what learning a stdio result's size
+// costs per call: via=encode is CallTool followed by encoding the result
+// with encoding/json (what the host did before *Stdio was a SizedCaller),
+// via=sized is CallToolSized; for the fixture's echo (a result of 43 bytes)
+// and big (1 MiB).
+func BenchmarkStdioResultSize(b *testing.B) {
+	ctx := context.Background()
+	s := transport.NewStdio(transport.Command{Path: testutil.Fixture(b), InheritEnv: config.DefaultInheritEnv}, &transport.StdioOptions{MaxLineLength: 4 << 20})
+	if _, err := s.Connect(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		name string
+		p    *mcp.CallToolParams
+	}{
+		{"echo", &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}},
+		{"big=1MiB", &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"bytes": 1 << 20}}},
+	} {
+		b.Run("result="+c.name+"/via=encode", func(b *testing.B) {
+			for b.Loop() {
+				res, err := s.CallTool(ctx, c.p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := json.Marshal(res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("result="+c.name+"/via=sized", func(b *testing.B) {
+			for b.Loop() {
+				if _, size, err := s.CallToolSized(ctx, c.p); err != nil || size == 0 {
+					b.Fatal(size, err)
+				}
+			}
+		})
 	}
 }

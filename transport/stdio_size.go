@@ -37,8 +37,10 @@ import (
 // (tasks.go) answers the go-sdk's tools/call with its tasks/result response
 // under the call's ID: sizedConn sits above taskConn, so it measures that.
 
-// sizeSlotKey is the context key of a call's *sizeSlot.
-type sizeSlotKey struct{}
+// sizeSlotKey is the context key of a call's *sizeSlot in the sizeTable t:
+// a context that reaches another Stdio's connection (a server's request
+// handled during the call, say) binds nothing there.
+type sizeSlotKey struct{ t *sizeTable }
 
 // sizeSlot receives one call's result size. Its fields are guarded by the
 // sizeTable's mu.
@@ -123,7 +125,7 @@ type sizedConn struct {
 // Write implements mcp.Connection.
 func (c *sizedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() {
-		if sl, ok := ctx.Value(sizeSlotKey{}).(*sizeSlot); ok {
+		if sl, ok := ctx.Value(sizeSlotKey{c.sizes}).(*sizeSlot); ok {
 			// Bound before it is sent: the answer may come at once.
 			c.sizes.bind(sl, req.ID)
 		}
@@ -147,7 +149,7 @@ var _ SizedCaller = (*Stdio)(nil)
 // the server wrote it (see above); 0 with an error.
 func (s *Stdio) CallToolSized(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, int, error) {
 	sl := &sizeSlot{}
-	res, err := s.CallTool(context.WithValue(ctx, sizeSlotKey{}, sl), p)
+	res, err := s.CallTool(context.WithValue(ctx, sizeSlotKey{&s.sizes}, sl), p)
 	size, ok := s.sizes.release(sl)
 	if err != nil {
 		return res, 0, err
