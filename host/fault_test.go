@@ -383,7 +383,8 @@ func inFlight(t *testing.T, h *host.Host, call func() error) <-chan error {
 	before := victimStats(t, h)["calls"]
 	errc := make(chan error, 1)
 	go func() { errc <- call() }()
-	// The next stats call counts itself, the started call and the first.
+	// (before counts the stats call that read it; a later one sees the
+	// started call and itself on top.)
 	testutil.Eventually(t, time.Minute, func() bool { return victimStats(t, h)["calls"] >= before+2 },
 		"the victim never received the call")
 	return errc
