@@ -83,9 +83,13 @@ srt:
 
 ## test: everything, with the race detector; builds what the tests need
 # Every benchmark also runs once (-benchtime=1x) so that a broken one fails here.
+# The tests that run npm packages (server-everything, the Inspector, tsclient,
+# srt) run only with TOOLHOST_NPM_TESTS=1 (testutil.NeedNPM), set here after
+# the npm packages are fetched; a plain `go test ./...` skips them.
 test: build plugins srt
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory tsclient; else echo "tsclient: npm not found: not installing testdata/tsclient"; fi
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m -bench . -benchtime=1x ./...
+	TOOLHOST_NPM_TESTS=1 $(GO) test -race -count=1 -timeout 20m -bench . -benchtime=1x ./...
 	cd pdk && $(GO) vet ./... && $(GO) test -count=1 ./...
 	@# plugins/README.md: every first-party plugin's tools, through pdktest.
 	cd plugins && $(GO) test -count=1 ./...
@@ -130,7 +134,7 @@ stress-serve: build plugins
 ## each comparison as a benchstat table: every column against the first.
 BENCHSTAT := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench: build plugins
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./... | tee bench.out
+	TOOLHOST_NPM_TESTS=1 $(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./... | tee bench.out
 	@for k in via impl instances checks cache; do \
 	  echo; echo "== ratios by /$$k"; \
 	  $(BENCHSTAT) -filter "/$$k:/.+/" -col /$$k -row .name,/server,/kind bench.out || exit 1; \

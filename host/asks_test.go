@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -168,24 +169,18 @@ log_level = "notice"
 		`data="forged\n[ERROR] line\u001b[31mxxx`,
 	}
 	// The notifications may be handled after the result: wait for them.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		s, missing := logs.String(), ""
+	var s, missing string
+	testutil.Eventually(t, time.Minute, func() bool {
+		s, missing = logs.String(), ""
 		for _, w := range want {
 			if !strings.Contains(s, w) {
 				missing = w
 			}
 		}
-		if missing == "" {
-			if strings.Contains(s, "message at info") || strings.Contains(s, "message at debug") {
-				t.Errorf("messages below log_level notice were sent:\n%s", s)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log lacks %q:\n%s", missing, s)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return missing == ""
+	}, func() string { return fmt.Sprintf("log lacks %q:\n%s", missing, s) })
+	if strings.Contains(s, "message at info") || strings.Contains(s, "message at debug") {
+		t.Errorf("messages below log_level notice were sent:\n%s", s)
 	}
 }
 
@@ -234,17 +229,16 @@ log_level = "debug"
 	// The tools are registered after initialize; calls wait for them.
 	call := func(tool string, args any) string {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for {
-			res, err := h.CallTool(ctx, tool, args)
-			if err == nil {
-				return text(t, res)
-			}
-			if !errors.Is(err, host.ErrUnknownTool) || time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var res *mcp.CallToolResult
+		var err error
+		testutil.Eventually(t, time.Minute, func() bool {
+			res, err = h.CallTool(ctx, tool, args)
+			return !errors.Is(err, host.ErrUnknownTool)
+		}, func() string { return err.Error() })
+		if err != nil {
+			t.Fatal(err)
 		}
+		return text(t, res)
 	}
 	if got := call("everything__trigger-elicitation-request", nil); !strings.Contains(got, "Ada Lovelace") {
 		t.Errorf("elicitation: %s", got)
@@ -261,13 +255,8 @@ log_level = "debug"
 	}
 	mu.Unlock()
 	call("everything__toggle-simulated-logging", nil)
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(logs.String(), "host.everything: server log: level=") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no server log within a minute:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Eventually(t, time.Minute, func() bool { return strings.Contains(logs.String(), "host.everything: server log: level=") },
+		func() string { return "no server log within a minute:\n" + logs.String() })
 }
 
 func quoteArgs(args []string) string {

@@ -280,12 +280,10 @@ func TestFaultKill9MidCall(t *testing.T) {
 	fh := newFaultHost(t, "", "")
 	stop := fh.bystanders()
 	pid := statusOf(fh.Host, "victim").Pid
-	errc := make(chan error, 1)
-	go func() {
+	errc := inFlight(t, fh.Host, func() error {
 		_, err := fh.CallTool(context.Background(), "victim__sleep", map[string]any{"ms": 5000})
-		errc <- err
-	}()
-	time.Sleep(150 * time.Millisecond) // the call is in flight
+		return err
+	})
 	t0 := time.Now()
 	kill9(t, pid)
 	err := <-errc
@@ -313,13 +311,8 @@ func TestFaultHang(t *testing.T) {
 	}
 	// Failed health checks (ping; an immediate one after the timeout, then
 	// the next scheduled one) restart it.
-	deadline := time.Now().Add(10 * time.Second)
-	for st := statusOf(fh.Host, "victim"); st.Restarts == 0; st = statusOf(fh.Host, "victim") {
-		if time.Now().After(deadline) {
-			t.Fatalf("hung server not restarted: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return statusOf(fh.Host, "victim").Restarts != 0 },
+		func() string { return fmt.Sprintf("hung server not restarted: %+v", statusOf(fh.Host, "victim")) })
 	fh.recovered(pid)
 	if st := statusOf(fh.Host, "victim"); !errors.Is(st.Err, host.ErrUnhealthy) {
 		t.Errorf("last error %v, want ErrUnhealthy", st.Err)
@@ -359,31 +352,51 @@ func TestFaultSlow(t *testing.T) {
 // client (its stats tool).
 func waitCancelled(t *testing.T, h *host.Host, n float64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		res, err := h.CallTool(context.Background(), "victim__stats", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, _ := res.StructuredContent.(map[string]any)
-		if got, _ := m["cancelled"].(float64); got >= n {
-			return
-		} else if time.Now().After(deadline) {
-			t.Fatalf("server saw %v cancelled calls, want %v (notifications/cancelled not received)", got, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got float64
+	testutil.Eventually(t, 5*time.Second, func() bool { got = victimStats(t, h)["cancelled"]; return got >= n },
+		func() string {
+			return fmt.Sprintf("server saw %v cancelled calls, want %v (notifications/cancelled not received)", got, n)
+		})
+}
+
+// victimStats returns the victim's counters (its stats tool): "calls" (tool
+// calls received, this one included) and "cancelled".
+func victimStats(t *testing.T, h *host.Host) map[string]float64 {
+	t.Helper()
+	res, err := h.CallTool(context.Background(), "victim__stats", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	m, _ := res.StructuredContent.(map[string]any)
+	out := map[string]float64{}
+	for k, v := range m {
+		out[k], _ = v.(float64)
+	}
+	return out
+}
+
+// inFlight starts call (a call to the victim that lasts) on a goroutine and
+// returns once the victim has received it (its stats count it), with the
+// channel of call's error: the fixture's signal that the call is in flight.
+func inFlight(t *testing.T, h *host.Host, call func() error) <-chan error {
+	t.Helper()
+	before := victimStats(t, h)["calls"]
+	errc := make(chan error, 1)
+	go func() { errc <- call() }()
+	// (before counts the stats call that read it; a later one sees the
+	// started call and itself on top.)
+	testutil.Eventually(t, time.Minute, func() bool { return victimStats(t, h)["calls"] >= before+2 },
+		"the victim never received the call")
+	return errc
 }
 
 func TestFaultCancel(t *testing.T) {
 	fh := newFaultHost(t, "", "")
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
+	errc := inFlight(t, fh.Host, func() error {
 		_, err := fh.CallTool(ctx, "victim__sleep", map[string]any{"ms": 5000})
-		errc <- err
-	}()
-	time.Sleep(150 * time.Millisecond)
+		return err
+	})
 	t0 := time.Now()
 	cancel()
 	err := <-errc
@@ -469,13 +482,10 @@ restart_backoff = { min = "10ms", max = "50ms" }
 		}
 	}
 	// Two consecutive traps: its instances are rebuilt (a restart).
-	deadline := time.Now().Add(5 * time.Second)
-	for statusOf(fh.Host, "panicky").Restarts < 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("plugin not restarted after repeated traps: %+v", statusOf(fh.Host, "panicky"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return statusOf(fh.Host, "panicky").Restarts >= 1 },
+		func() string {
+			return fmt.Sprintf("plugin not restarted after repeated traps: %+v", statusOf(fh.Host, "panicky"))
+		})
 	waitState(t, fh.Host, "panicky", host.StateReady)
 	if err := fh.echo(ctx, "wasm__echo"); err != nil {
 		t.Fatal(err)
@@ -894,18 +904,14 @@ url = "http://%s/mcp"
 // waitHTTP waits until something answers at u.
 func waitHTTP(t *testing.T, u string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(u)
-		if err == nil {
+	var err error
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = http.Get(u); err == nil {
 			resp.Body.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", u, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil
+	}, func() string { return fmt.Sprintf("%s: %v", u, err) })
 }
 
 // TestHealthToolAndCheckHealth: health_check = "tool" calls the configured
@@ -960,13 +966,12 @@ start = "lazy"
 	if err := fh.CheckHealth(ctx, "bad"); err == nil {
 		t.Fatal("bad, second check passed")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for st := statusOf(fh.Host, "bad"); st.Restarts == 0 || st.State != host.StateReady; st = statusOf(fh.Host, "bad") {
-		if time.Now().After(deadline) {
-			t.Fatalf("bad not restarted after health_threshold failed checks: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		st := statusOf(fh.Host, "bad")
+		return st.Restarts != 0 && st.State == host.StateReady
+	}, func() string {
+		return fmt.Sprintf("bad not restarted after health_threshold failed checks: %+v", statusOf(fh.Host, "bad"))
+	})
 	st := statusOf(fh.Host, "bad")
 	if !errors.Is(st.Err, host.ErrUnhealthy) || st.Pid == pid || st.Health != host.HealthUnknown {
 		t.Errorf("bad after its restart: %+v (err %v), want a new pid, ErrUnhealthy as last error, health unknown", st, st.Err)

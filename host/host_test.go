@@ -75,29 +75,19 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 // status.
 func waitState(t testing.TB, h *host.Host, name string, state host.State) host.BackendStatus {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st := statusOf(h, name)
-		if st.State == state {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: state %s (last error %q), want %s", name, st.State, st.LastError, state)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var st host.BackendStatus
+	testutil.Eventually(t, 5*time.Second, func() bool { st = statusOf(h, name); return st.State == state },
+		func() string {
+			return fmt.Sprintf("%s: state %s (last error %q), want %s", name, st.State, st.LastError, state)
+		})
+	return st
 }
 
 // waitGone waits up to 10s until no process of the group pgid is left.
 func waitGone(t testing.TB, pgid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(procgroup.Members(pgid)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("process group %d still has %v", pgid, procgroup.Members(pgid))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return len(procgroup.Members(pgid)) == 0 },
+		func() string { return fmt.Sprintf("process group %d still has %v", pgid, procgroup.Members(pgid)) })
 }
 
 func statusOf(h *host.Host, name string) host.BackendStatus {

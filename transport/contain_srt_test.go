@@ -32,6 +32,7 @@ var srtInstall sync.Mutex
 // set), where .ci/run installs them.
 func srtCLI(t *testing.T) string {
 	t.Helper()
+	testutil.NeedNPM(t)
 	var missing []string
 	for _, p := range []string{"node", "npm", "bwrap", "socat", "rg"} {
 		if _, err := exec.LookPath(p); err != nil {

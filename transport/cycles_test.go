@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -66,12 +67,9 @@ func TestConnectCloseCycles(t *testing.T) {
 			t.Fatalf("server %d's process group still has %v after Close", pid, left)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after %d cycles, %d before", runtime.NumGoroutine(), n, before)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= before },
+		func() string {
+			return fmt.Sprintf("%d goroutines after %d cycles, %d before", runtime.NumGoroutine(), n, before)
+		})
 	t.Logf("%d stdio and %d HTTP connect/close cycles: nothing left", n, n)
 }

@@ -338,8 +338,9 @@ func TestStdioCloseLeavesNothing(t *testing.T) {
 			if pgid == 0 {
 				t.Fatal("no pid after Connect")
 			}
-			// Give a spawned grandchild time to appear.
-			time.Sleep(100 * time.Millisecond)
+			// No wait for a spawned grandchild: Connect's answer is the signal
+			// (mcpfixture -mode=spawn starts it before it serves; npx's
+			// children are up once the server answers).
 			members := procgroup.Members(pgid)
 			if err := tr.Close(); err != nil && name != "ignore-term" {
 				t.Errorf("Close: %v", err)

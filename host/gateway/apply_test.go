@@ -2,10 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -60,18 +60,10 @@ profile = "ops"`, 1)
 
 	// The gateway follows the Host's event: wait until carol is served.
 	var carol *mcp.ClientSession
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for carol == nil {
-		if carol, err = connectHTTP(ctx, url, "carol-token-0123456789"); err == nil {
-			break
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("carol never served: %v", err)
-		}
-	}
+	testutil.Eventually(t, waitTimeout, func() bool {
+		carol, err = connectHTTP(ctx, url, "carol-token-0123456789")
+		return err == nil
+	}, func() string { return fmt.Sprintf("carol never served: %v", err) })
 	defer carol.Close()
 	if got := toolNames(t, carol); !slices.Equal(got, []string{"fx__add"}) {
 		t.Errorf("carol (profile ops) sees %v, want [fx__add]", got)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // stats returns the fixture server's counters (calls served, calls whose
@@ -31,17 +33,11 @@ func stats(t *testing.T, h *host.Host) (calls, cancelled int64) {
 	return s.Calls, s.Cancelled
 }
 
-// eventually polls cond every 20ms until it holds or waitTimeout passes:
-// the counters it reads are the fixture server's, which sends no event.
+// eventually is testutil.Eventually with waitTimeout: the counters it
+// reads are the fixture server's, which sends no event.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, waitTimeout, cond, "timed out waiting for ", what)
 }
 
 // TestClientCancelsAndDisconnects: notifications/cancelled from the
@@ -206,15 +202,10 @@ func TestAbandonedSessions(t *testing.T) {
 	// that keeps a live session alive, so probes are further apart than
 	// the timeout.)
 	for i, sid := range []string{sids[0], sids[n/2], sids[n-1]} {
-		deadline := time.Now().Add(waitTimeout)
-		for {
-			time.Sleep(1500 * time.Millisecond)
-			if code, _, _ := post(t, url, sid, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`); code == http.StatusNotFound {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("session %d is still served after %v", i, waitTimeout)
-			}
-		}
+		testutil.Eventually(t, waitTimeout, func() bool {
+			time.Sleep(1500 * time.Millisecond) // the probes' spacing, longer than the session timeout
+			code, _, _ := post(t, url, sid, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+			return code == http.StatusNotFound
+		}, fmt.Sprintf("session %d is still served", i))
 	}
 }

@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // unpinned is a backend that would negotiate the go-sdk's latest protocol
@@ -196,9 +197,7 @@ func TestInputRequestNeverAnswered(t *testing.T) {
 	if !res.NeedsInput() || len(res.InputRequests) != 1 || res.RequestState == "" {
 		t.Fatalf("want an input-required result, got %+v", res)
 	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testutil.Eventually(t, waitTimeout, func() bool {
 		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask__elicit", Arguments: map[string]any{}, RequestState: res.RequestState})
 		if err != nil {
 			t.Fatal(err)
@@ -209,15 +208,11 @@ func TestInputRequestNeverAnswered(t *testing.T) {
 			if txt := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(txt, "requestState") && !strings.Contains(txt, "timed out") {
 				t.Errorf("the unanswered call ended with %q", txt)
 			}
-			return
+			return true
 		}
 		if !r.NeedsInput() {
 			t.Fatalf("a retry without answers: %+v", r)
 		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatal("the unanswered call never expired")
-		}
-	}
+		return false
+	}, "the unanswered call never expired")
 }

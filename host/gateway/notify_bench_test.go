@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // BenchmarkCallUnderSlowConsumer is a well-behaved client's tool call
@@ -93,9 +95,8 @@ func BenchmarkCallUnderSlowConsumer(b *testing.B) {
 		go churn(stop, wg)
 		go unread(stop, wg)
 		// Measure once the attack is on: a non-reading session was dropped.
-		for !strings.Contains(scrape(f), "mcp_gateway_sessions_dropped_total") {
-			time.Sleep(10 * time.Millisecond)
-		}
+		testutil.Eventually(b, waitTimeout, func() bool { return strings.Contains(scrape(f), "mcp_gateway_sessions_dropped_total") },
+			"no session dropped")
 		benchCalls(b, cs, "up__noop", nil)
 		close(stop)
 		wg.Wait()

@@ -6,10 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // TestResourceSubscriptions: the gateway advertises resources.subscribe and
@@ -73,19 +74,13 @@ func TestResourceSubscriptions(t *testing.T) {
 	}
 	up.AddResource(&mcp.Resource{URI: "up://doc", Name: "doc", Size: 3}, read)
 	// Let the doc change reach the gateway first: wait until it lists it.
-	for {
+	testutil.Eventually(t, waitTimeout, func() bool {
 		res, err := f.h.Resources(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res) == 2 && res[0].URI == "up://doc" && res[0].Size == 3 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the host never listed the changed up://doc")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(res) == 2 && res[0].URI == "up://doc" && res[0].Size == 3
+	}, "the host never listed the changed up://doc")
 	up.AddResource(&mcp.Resource{URI: "up://other", Name: "other", Size: 2}, read)
 	select {
 	case uri := <-updated:

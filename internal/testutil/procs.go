@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,25 +64,21 @@ func Descendants(pid int) []int {
 	return out
 }
 
-// WaitGone waits until none of pids is alive, checking /proc every 10ms up
-// to limit, and returns how long it took; it fails tb naming the survivors
-// at the limit.
+// WaitGone waits until none of pids is alive, checking /proc every
+// PollInterval up to limit (with Eventually), and returns how long it took;
+// it fails tb naming the survivors at the limit.
 func WaitGone(tb testing.TB, pids []int, limit time.Duration) time.Duration {
 	tb.Helper()
 	start := time.Now()
-	for {
-		var alive []int
+	var alive []int
+	Eventually(tb, limit, func() bool {
+		alive = alive[:0]
 		for _, p := range pids {
 			if Alive(p) {
 				alive = append(alive, p)
 			}
 		}
-		if len(alive) == 0 {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			tb.Fatalf("processes still running %v after: %v", limit, alive)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(alive) == 0
+	}, "processes still running: ", func() string { return fmt.Sprint(alive) })
+	return time.Since(start)
 }

@@ -89,10 +89,12 @@ func BuildGoBinary(pkg string) (string, error) {
 // Fixture returns the path of the built fixture MCP server.
 func Fixture(tb testing.TB) string { return GoBinary(tb, "./testdata/mcpfixture") }
 
-// NeedNpx skips tb when npx is not installed. CI has it; a missing npx is a
-// set-up problem the skip message names.
+// NeedNpx skips tb unless the npm-backed tests are asked for (NeedNPM) and
+// npx is installed. CI has it; a missing npx is a set-up problem the skip
+// message names.
 func NeedNpx(tb testing.TB) {
 	tb.Helper()
+	NeedNPM(tb)
 	if _, err := exec.LookPath("npx"); err != nil {
 		tb.Skip("npx not found: install Node.js to run the server-everything tests")
 	}
