@@ -23,7 +23,7 @@
 //	pipeline.go        the op, the layers and their order
 //	layer_*.go         one layer each: audit, resolve, policy, validate, fallback, breaker, deadline, retry, transport
 //	call.go            CallTool in a view; the audit outcome of an op
-//	catalog.go         prompts and resources: their policy decisions, listing and get/read
+//	prompts_resources.go prompts and resources: their policy decisions, listing and get/read
 //	policy.go          tool decisions, profiles and View
 //	validate.go        schema compilation, argument parsing and validation messages
 //	audit.go           audit records and the audit log
