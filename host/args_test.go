@@ -2,13 +2,19 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/jsonx"
+	"github.com/toolhost/toolhost/transport"
 )
 
 // argsOutcome is what a call makes of args through argsJSON and, when the
@@ -129,4 +135,82 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(sameAsUnmarshalJSON)
+}
+
+// failsOver is a backend whose tool "fail" fails (a backend failure, so
+// its [tools.NAME] fallback is taken) and whose tool "ok" answers; both
+// have an inputSchema, so both check their arguments.
+type failsOver struct{ fakeBackend }
+
+func (*failsOver) Connect(context.Context) (*mcp.InitializeResult, error) {
+	return &mcp.InitializeResult{ServerInfo: &mcp.Implementation{Name: "failsover", Version: "1"}}, nil
+}
+
+func (*failsOver) ListTools(context.Context) ([]*mcp.Tool, error) {
+	schema := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}
+	return []*mcp.Tool{{Name: "fail", InputSchema: schema}, {Name: "ok", InputSchema: schema}}, nil
+}
+
+func (f *failsOver) CallTool(_ context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	if p.Name == "fail" {
+		return nil, errors.New("boom")
+	}
+	return f.res, nil
+}
+
+// TestArgsParsedOnce: a tool call's arguments are made into JSON text
+// once and decoded once, whoever needs them (the audit record, the
+// inputSchema), and a call that falls back shares them with its fallback,
+// which checks them against its own schema and audits them without
+// decoding them again.
+func TestArgsParsedOnce(t *testing.T) {
+	decodes := 0
+	t.Cleanup(func() { decodeJSON = jsonx.Decode })
+	decodeJSON = func(b []byte) (any, error) {
+		decodes++
+		return jsonx.Decode(b)
+	}
+	for _, audit := range []bool{false, true} {
+		t.Run(map[bool]string{false: "audit=off", true: "audit=on"}[audit], func(t *testing.T) {
+			ctx := context.Background()
+			cfg, err := config.Parse([]byte("[tools.f__fail]\nfallback = \"f__ok\"\n"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var recs []AuditRecord
+			opts := &Options{}
+			if audit {
+				opts.Audit = func(r AuditRecord) { recs = append(recs, r) }
+			}
+			h, err := New(ctx, cfg, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fell back"}}}
+			if err := h.Add(ctx, "f", func() transport.Transport { return &failsOver{fakeBackend{res: res}} }, nil); err != nil {
+				t.Fatal(err)
+			}
+			decodes = 0
+			marshals := 0
+			got, err := h.CallTool(ctx, "f__fail", marshalCounter{&marshals})
+			if err != nil || got != res {
+				t.Fatalf("CallTool: %v %v, want the fallback's result", got, err)
+			}
+			if marshals != 1 || decodes != 1 {
+				t.Errorf("the arguments were encoded %d times and decoded %d times, want once each", marshals, decodes)
+			}
+			if audit && (len(recs) != 2 || recs[0].ArgsHMAC == "" || recs[0].ArgsHMAC != recs[1].ArgsHMAC || string(recs[0].Args) != `{"text":"hi"}`) {
+				t.Errorf("audit records %+v: want the fallback's and the call's, with the same arguments", recs)
+			}
+		})
+	}
+}
+
+// marshalCounter encodes to {"text":"hi"}, counting its encodings.
+type marshalCounter struct{ n *int }
+
+func (m marshalCounter) MarshalJSON() ([]byte, error) {
+	*m.n++
+	return []byte(`{"text":"hi"}`), nil
 }

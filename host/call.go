@@ -11,15 +11,40 @@ import (
 )
 
 // call is CallTool in the view of profile ("" for none): one run of the
-// pipeline (pipeline.go).
-func (h *Host) call(ctx context.Context, profile, name string, args any) (*mcp.CallToolResult, error) {
+// call pipeline (pipeline.go), its arguments parsed once for every layer
+// (args.go).
+func (h *Host) call(ctx context.Context, profile, name string, given any) (*mcp.CallToolResult, error) {
 	o := newOp()
-	o.method, o.profile, o.name, o.args = methodCallTool, profile, name, args
-	res, err := h.runOp(ctx, o)
-	r, _ := res.(*mcp.CallToolResult)
-	if err != nil {
-		return nil, err
+	o.argsBuf = newArgs(given)
+	o.req = request{method: methodCallTool, profile: profile, name: name, args: &o.argsBuf}
+	return h.runCall(ctx, o)
+}
+
+// runCall runs the tools/call o, which it takes from newOp with its
+// request set but for its view and start, and gives it back. A call on a
+// closed Host (ErrClosed), or in the view of a profile Host.Apply removed
+// (ErrUnknownProfile), is refused before it enters the pipeline (and is
+// not audited). The call's one deadline starts now (or at the earlier
+// start WithCallStart gave, unless the call is a fallback). The error is
+// named once, here (op.named).
+func (h *Host) runCall(ctx context.Context, o *op) (*mcp.CallToolResult, error) {
+	defer freeOp(o)
+	h.mu.RLock()
+	o.req.view = h.views[o.req.profile]
+	closed := h.closed
+	h.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
 	}
+	if o.req.view == nil {
+		return nil, profileRemoved(o.req.profile)
+	}
+	o.req.start = callStart(ctx, o.req.fallbackFor)
+	res, err := h.pipe.call(ctx, o)
+	if err != nil {
+		return nil, o.named(err)
+	}
+	r, _ := res.(*mcp.CallToolResult)
 	return r, nil
 }
 

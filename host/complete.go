@@ -85,7 +85,7 @@ func (h *Host) templates(ctx context.Context, profile string) ([]ResourceTemplat
 	}
 	var out []ResourceTemplate
 	for _, b := range h.readyBackends() {
-		res, err := h.run(ctx, &op{method: methodListTemplates, profile: profile, backend: b.name, b: b})
+		res, err := h.pipe.list(ctx, listOp(methodListTemplates, profile, b))
 		if err != nil {
 			if !errors.Is(err, transport.ErrUnsupported) {
 				b.logger.Warn("resources/templates/list failed", "error", err)
@@ -109,19 +109,19 @@ func (h *Host) templates(ctx context.Context, profile string) ([]ResourceTemplat
 
 // resourceBackend returns the first ready backend (by name) that lists uri
 // as a resource template or a resource, asked through the pipeline's lower
-// part (breaker, deadline, retry, transport).
+// part (deadline, retry, transport).
 func (h *Host) resourceBackend(ctx context.Context, uri string) *backend {
 	bs := h.readyBackends()
 	sort.Slice(bs, func(i, j int) bool { return bs[i].name < bs[j].name })
 	for _, b := range bs {
-		if ts, err := h.send(ctx, &op{method: methodListTemplates, b: b}); err == nil {
+		if ts, err := h.pipe.send(ctx, listOp(methodListTemplates, "", b)); err == nil {
 			for _, t := range ts.([]*mcp.ResourceTemplate) {
 				if t != nil && t.URITemplate == uri {
 					return b
 				}
 			}
 		}
-		if rs, err := h.send(ctx, &op{method: methodListResources, b: b}); err == nil {
+		if rs, err := h.pipe.send(ctx, listOp(methodListResources, "", b)); err == nil {
 			for _, r := range rs.([]*mcp.Resource) {
 				if r != nil && r.URI == uri {
 					return b
@@ -143,14 +143,14 @@ func (h *Host) complete(ctx context.Context, profile string, params *mcp.Complet
 	if params == nil {
 		params = &mcp.CompleteParams{}
 	}
-	o := &op{method: methodComplete, profile: profile, complete: params}
+	o := &op{req: request{method: methodComplete, profile: profile, complete: params}}
 	if ref := params.Ref; ref != nil {
-		o.name = ref.Name
+		o.req.name = ref.Name
 		if ref.Type == refResource {
-			o.name = ref.URI
+			o.req.name = ref.URI
 		}
 	}
-	res, err := h.run(ctx, o)
+	res, err := h.runItem(ctx, o)
 	if err != nil {
 		return nil, err
 	}

@@ -20,12 +20,13 @@
 //	status.go          BackendStatus and Status
 //	registry.go        the tool catalogue kept in step with the backends; lazy starts for listing
 //	resolve.go         finding a tool's backend, waiting for one that is coming
-//	pipeline.go        the op, the layers and their order
+//	pipeline.go        the op (request, destination, outcome), the layers and their compositions
 //	layer_*.go         one layer each: audit, resolve, policy, validate, fallback, breaker, deadline, retry, transport
-//	call.go            CallTool in a view; the audit outcome of an op
-//	catalog.go         prompts and resources: their policy decisions, listing and get/read
+//	call.go            CallTool in a view, its error named once; the audit outcome of an op
+//	prompts_resources.go prompts and resources: their policy decisions, listing and get/read
 //	policy.go          tool decisions, profiles and View
-//	validate.go        schema compilation, argument parsing and validation messages
+//	args.go            a tool call's arguments, parsed once before the pipeline
+//	validate.go        schema compilation and validation messages
 //	audit.go           audit records and the audit log
 //	breaker.go         the circuit breaker and which errors count as failures
 //	asks.go            elicitation, sampling and roots for servers
@@ -215,9 +216,9 @@ type Host struct {
 
 	engine engine // the plugins' engine, once there is one
 
-	// run is the pipeline every operation on a backend goes through, and
-	// send its lower part (see pipeline.go).
-	run, send handler
+	// pipe are the pipelines every operation on a backend goes through
+	// (see pipeline.go).
+	pipe pipelines
 
 	audit *auditor
 	// noValidate turns argument and output validation off (benchmarks).

@@ -9,10 +9,11 @@ import (
 
 // deadlineLayer sets the one deadline of an attempt: the backend's timeout
 // (its timeout, else [host] call_timeout, default 30s) from the attempt's
-// start, or ctx's deadline if earlier. A tools/call starts when the resolve
-// layer takes it (op.start), so the deadline also covers resolve's wait for
-// a backend whose tools are not known yet (a lazy start, a first start that
-// failed and is being retried); any other op starts here. It covers
+// start, or ctx's deadline if earlier. A tools/call starts when its caller
+// hands it to the pipeline (request.start), so the deadline also covers
+// resolve's wait for a backend whose tools are not known yet (a lazy start,
+// a first start that failed and is being retried); any other op starts
+// here. It covers
 // everything below it: waiting for the backend to be ready (a start, a
 // restart), waiting for a free plugin instance, the request and its
 // retries. The host is its only owner: transports (the sandbox included)
@@ -23,7 +24,7 @@ import (
 // DeadlineError): the backend's timeout or the caller's deadline.
 func deadlineLayer(h *Host, next handler) handler {
 	return func(ctx context.Context, o *op) (any, error) {
-		ctx, cancel := o.b.bound(ctx, o.start)
+		ctx, cancel := o.dst.b.bound(ctx, o.req.start)
 		defer cancel()
 		res, err := next(ctx, o)
 		if err != nil {
@@ -47,11 +48,12 @@ func WithCallStart(ctx context.Context, t time.Time) context.Context {
 
 type callStartKey struct{}
 
-// callStart is when a tools/call that resolve takes now began: now, or the
-// earlier start ctx carries (WithCallStart) unless the call is a fallback.
-func callStart(ctx context.Context, o *op) time.Time {
+// callStart is when a tools/call that enters the pipeline now began: now,
+// or the earlier start ctx carries (WithCallStart) unless the call is the
+// fallback of fallbackFor.
+func callStart(ctx context.Context, fallbackFor string) time.Time {
 	now := time.Now()
-	if t, ok := ctx.Value(callStartKey{}).(time.Time); ok && o.fallbackFor == "" && !t.IsZero() && t.Before(now) {
+	if t, ok := ctx.Value(callStartKey{}).(time.Time); ok && fallbackFor == "" && !t.IsZero() && t.Before(now) {
 		return t
 	}
 	return now

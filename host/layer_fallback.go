@@ -2,9 +2,7 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 )
 
 // fallbackLayer gives a tool call that failed its [tools.NAME] fallback:
@@ -12,33 +10,27 @@ import (
 // unavailable or its circuit was open, the same arguments go to the
 // fallback tool through the whole pipeline again (its own policy decision,
 // validation, audit record and deadline; a fallback's own fallback is not
-// followed). Otherwise it names the op in its error ("TOOL: ...",
-// "prompt NAME: ...", "resource URI of BACKEND: ...").
+// followed). The call's outcome then names the fallback and the error that
+// made it; the result and error are the fallback's, named by its own call.
 func fallbackLayer(h *Host, next handler) handler {
 	return func(ctx context.Context, o *op) (any, error) {
 		res, err := next(ctx, o)
 		if err == nil {
 			return res, nil
 		}
-		switch o.method {
-		case methodCallTool:
-			if fb := fallback(o.e, o.fallbackFor, err); fb != "" {
-				o.b.logger.Warn("call failed; using its fallback", "tool", o.name, "fallback", fb, "error", err)
-				o.primaryErr, o.fellBack = fmt.Errorf("%s: %w", o.name, err), true
-				if o.rec != nil {
-					o.rec.Fallback = fb
-				}
-				f := newOp()
-				f.method, f.profile, f.name, f.args, f.fallbackFor = methodCallTool, o.profile, fb, json.RawMessage(o.raw), o.name
-				return h.runOp(ctx, f)
-			}
-			return nil, fmt.Errorf("%s: %w", o.name, err)
-		case methodGetPrompt:
-			return nil, fmt.Errorf("prompt %q: %w", o.name, err)
-		case methodReadResource:
-			return nil, fmt.Errorf("resource %q of %s: %w", o.name, o.backend, err)
+		fb := fallback(o.dst.entry, o.req.fallbackFor, err)
+		if fb == "" {
+			return nil, err
 		}
-		return nil, err
+		o.dst.b.logger.Warn("call failed; using its fallback", "tool", o.req.name, "fallback", fb, "error", err)
+		o.out.fallback, o.out.primaryErr = fb, err
+		f := newOp()
+		f.req = request{method: methodCallTool, profile: o.req.profile, name: fb, args: o.req.args, fallbackFor: o.req.name}
+		r, err := h.runCall(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
 }
 

@@ -5,77 +5,98 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/config"
 )
 
-// policyLayer applies [policy] and the caller's profile: a tool, prompt or
-// resource they exclude is refused (a *ToolNotAllowedError, or a
-// *NotAllowedError for prompts and resources) before the backend is asked,
-// and the decision is noted in the audit record; while a backend the
-// profile requires is down, the op fails with ErrRequiredBackend. A list is
-// filtered on the way back: only what the caller may see is returned.
-func policyLayer(h *Host, next handler) handler {
+// policyCallLayer applies [policy] and the caller's profile to a
+// tools/call: a tool they exclude is refused with a *ToolNotAllowedError
+// before the backend is asked; while a backend the profile requires is
+// down, the call fails with ErrRequiredBackend. Its decision is the op's
+// outcome (for the audit record).
+func policyCallLayer(h *Host, next handler) handler {
 	return func(ctx context.Context, o *op) (any, error) {
-		method := o.method
-		if method == methodComplete {
-			// A completion is decided as what its ref names: a prompt
-			// (by name) or a resource (by backend and URI or template).
-			method = methodReadResource
-			if o.complete.Ref.Type == refPrompt {
-				method = methodGetPrompt
+		d := o.dst.view.decisions[o.req.name]
+		o.out.decided, o.out.decision = true, d
+		if !d.Allowed {
+			return nil, &ToolNotAllowedError{Name: o.req.name, Profile: o.req.profile, Rule: d.Rule}
+		}
+		if prof := o.dst.view.prof; prof != nil {
+			if err := h.requiredDown(o.req.profile, prof); err != nil {
+				return nil, err
 			}
 		}
-		switch method {
-		case methodCallTool:
-			d := o.vw.decisions[o.name]
-			if decided(o.rec, d, o.b.name, nil); !d.Allowed {
-				return nil, &ToolNotAllowedError{Name: o.name, Profile: o.profile, Rule: d.Rule}
-			}
-			if prof := o.vw.prof; prof != nil {
-				for _, r := range prof.Requires {
-					if down, lastErr := h.named(r).down(); down {
-						return nil, fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready; try again once it is: %w", o.name, ErrRequiredBackend, o.profile, r, lastErr)
-					}
-				}
-			}
-			return next(ctx, o)
-		case methodGetPrompt:
-			d := DecidePrompt(&h.config().Policy, h.profileOf(o.profile), o.name)
-			if err := decided(o.rec, d, o.backend, &NotAllowedError{Kind: "prompt", Name: o.name, Profile: o.profile, Rule: d.Rule}); err != nil {
-				return nil, err
-			}
-			if err := h.required(o.profile, o.name); err != nil {
-				return nil, err
-			}
-			return next(ctx, o)
-		case methodReadResource:
-			d := DecideResource(&h.config().Policy, h.profileOf(o.profile), o.backend, o.name)
-			if err := decided(o.rec, d, o.backend, &NotAllowedError{Kind: "resource", Name: o.name, Backend: o.backend, Profile: o.profile, Rule: d.Rule}); err != nil {
-				return nil, err
-			}
-			if err := h.required(o.profile, o.name); err != nil {
-				return nil, err
-			}
+		return next(ctx, o)
+	}
+}
+
+// policyItemLayer is policyCallLayer for a prompts/get, resources/read or
+// completion/complete: a prompt (by catalogue name) or a resource (by
+// backend and URI or template) the policy excludes is a *NotAllowedError.
+// A completion is decided as what its ref names.
+func policyItemLayer(h *Host, next handler) handler {
+	return func(ctx context.Context, o *op) (any, error) {
+		pol, prof := &h.config().Policy, h.profileOf(o.req.profile)
+		var refusal *NotAllowedError
+		switch o.req.subject() {
+		case itemPrompt:
+			o.out.decision = DecidePrompt(pol, prof, o.req.name)
+			refusal = &NotAllowedError{Kind: "prompt", Name: o.req.name, Profile: o.req.profile, Rule: o.out.decision.Rule}
+		case itemResource:
+			o.out.decision = DecideResource(pol, prof, o.dst.backend, o.req.name)
+			refusal = &NotAllowedError{Kind: "resource", Name: o.req.name, Backend: o.dst.backend, Profile: o.req.profile, Rule: o.out.decision.Rule}
+		default:
 			return next(ctx, o)
 		}
+		o.out.decided = true
+		if !o.out.decision.Allowed {
+			return nil, refusal
+		}
+		if prof != nil {
+			if err := h.requiredDown(o.req.profile, prof); err != nil {
+				return nil, err
+			}
+		}
+		return next(ctx, o)
+	}
+}
+
+// policyListLayer filters a list on the way back: only the prompts,
+// resources or templates that the policy and the caller's profile allow
+// are returned.
+func policyListLayer(h *Host, next handler) handler {
+	return func(ctx context.Context, o *op) (any, error) {
 		res, err := next(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		pol, prof := &h.config().Policy, h.profileOf(o.profile)
+		pol, prof, b := &h.config().Policy, h.profileOf(o.req.profile), o.dst.b
 		switch list := res.(type) {
 		case []*mcp.Prompt:
 			return allowed(list, func(p *mcp.Prompt) bool {
-				return DecidePrompt(pol, prof, catalogueName(o.b.prefix, p.Name)).Allowed
+				return DecidePrompt(pol, prof, catalogueName(b.prefix, p.Name)).Allowed
 			}), nil
 		case []*mcp.Resource:
-			return allowed(list, func(r *mcp.Resource) bool { return DecideResource(pol, prof, o.b.name, r.URI).Allowed }), nil
+			return allowed(list, func(r *mcp.Resource) bool { return DecideResource(pol, prof, b.name, r.URI).Allowed }), nil
 		case []*mcp.ResourceTemplate:
 			return allowed(list, func(t *mcp.ResourceTemplate) bool {
-				return DecideResource(pol, prof, o.b.name, t.URITemplate).Allowed
+				return DecideResource(pol, prof, b.name, t.URITemplate).Allowed
 			}), nil
 		}
 		return res, nil
 	}
+}
+
+// requiredDown returns an error wrapping ErrRequiredBackend while a
+// backend the profile prof (of the view profile) requires is down, naming
+// it and wrapping its last error; nil when all are up.
+func (h *Host) requiredDown(profile string, prof *config.Profile) error {
+	for _, r := range prof.Requires {
+		if down, lastErr := h.named(r).down(); down {
+			return fmt.Errorf("%w: profile %q requires backend %q, which is not ready; try again once it is: %w", ErrRequiredBackend, profile, r, lastErr)
+		}
+	}
+	return nil
 }
 
 // allowed returns the items of list that keep reports true for, in order,

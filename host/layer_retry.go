@@ -22,15 +22,16 @@ const (
 // sending it again cannot run anything twice) or, for a tool whose
 // [tools.NAME] has retry = true, when the backend failed it. An op that
 // could not get a connection at all (a failed backend, or one still not
-// ready at the deadline) is not retried. The number of retries goes to the
-// audit record.
+// ready at the deadline) is not retried. The number of retries is the op's
+// outcome (for the audit record).
 func retryLayer(h *Host, next handler) handler {
 	return func(ctx context.Context, o *op) (res any, err error) {
-		idempotent := o.method == methodCallTool && o.e.opts != nil && o.e.opts.Retry
+		opts := o.dst.entry.opts // a tools/call's [tools.NAME]; nil for any other op
+		idempotent := opts != nil && opts.Retry
 		var bo *backoff.ExponentialBackOff
 		for {
 			res, err = next(ctx, o)
-			if err == nil || o.noRetry || ctx.Err() != nil {
+			if err == nil || o.out.noRetry || ctx.Err() != nil {
 				break
 			}
 			if !errors.Is(err, transport.ErrNotSent) && !(idempotent && countsAsFailure(err)) {
@@ -44,7 +45,7 @@ func retryLayer(h *Host, next handler) handler {
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 				break
 			}
-			o.b.logger.Debug("retrying", "method", o.method, "name", o.name, "after", wait, "error", err)
+			o.dst.b.logger.Debug("retrying", "method", o.req.method, "name", o.req.name, "after", wait, "error", err)
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -54,10 +55,7 @@ func retryLayer(h *Host, next handler) handler {
 			if ctx.Err() != nil {
 				break
 			}
-			o.retries++
-		}
-		if o.rec != nil && o.method == methodCallTool {
-			o.rec.Retries = o.retries
+			o.out.retries++
 		}
 		return res, err
 	}

@@ -10,57 +10,73 @@ import (
 	"github.com/toolhost/toolhost/transport"
 )
 
-// transportLayer is the bottom of the pipeline: it waits (within ctx) for
-// the op's backend to be ready, starting it if idle (backend.conn), sends
-// the op on its transport, and reports the outcome to the backend's
-// supervisor (backend.release: a lost connection, a fault). A tool call
-// made while Options.Elicit or Options.Sample is set carries its CallInfo,
-// so that a server's request during the call names it.
+// transportLayer is the bottom of the item and list pipelines (and of
+// h.pipe.send): it waits (within ctx) for the op's backend to be ready,
+// starting it if idle (backend.conn), sends the op on its transport by
+// method, and reports the outcome to the backend's supervisor
+// (backend.release: a lost connection, a fault).
 func (h *Host) transportLayer(ctx context.Context, o *op) (any, error) {
-	b := o.b
+	b := o.dst.b
 	tr, gen, err := b.conn(ctx)
-	o.noRetry = err != nil
+	o.out.noRetry = err != nil
 	if err != nil {
 		return nil, err
 	}
 	var res any
-	switch {
-	case o.method == methodCallTool:
-		if h.opts.Elicit != nil || h.opts.Sample != nil || h.opts.ListRoots != nil {
-			ctx = withCall(ctx, &CallInfo{Tool: o.name, Profile: o.profile, Client: clientOf(ctx)})
-		}
-		var r *mcp.CallToolResult
-		r, o.size, err = callSized(ctx, tr, &mcp.CallToolParams{Name: o.target, Arguments: json.RawMessage(o.raw)}, b.maxOutput > 0 || o.rec != nil)
-		res = r
-	case o.method == methodGetPrompt:
-		res, err = tr.GetPrompt(ctx, &mcp.GetPromptParams{Name: o.target, Arguments: o.promptArgs})
-	case o.method == methodReadResource:
-		res, err = tr.ReadResource(ctx, &mcp.ReadResourceParams{URI: o.name})
-	case o.method == methodListPrompts:
+	switch o.req.method {
+	case methodGetPrompt:
+		res, err = tr.GetPrompt(ctx, &mcp.GetPromptParams{Name: o.dst.target, Arguments: o.req.promptArgs})
+	case methodReadResource:
+		res, err = tr.ReadResource(ctx, &mcp.ReadResourceParams{URI: o.req.name})
+	case methodListPrompts:
 		res, err = tr.ListPrompts(ctx)
-	case o.method == methodListResources:
+	case methodListResources:
 		res, err = tr.ListResources(ctx)
-	case o.method == methodListTemplates:
+	case methodListTemplates:
 		tl, ok := tr.(transport.TemplateLister)
 		if !ok {
-			err = fmt.Errorf("%s: %w", o.method, transport.ErrUnsupported)
+			err = fmt.Errorf("%s: %w", o.req.method, transport.ErrUnsupported)
 			break
 		}
 		res, err = tl.ListResourceTemplates(ctx)
-	case o.method == methodComplete:
+	case methodComplete:
 		c, ok := tr.(transport.Completer)
 		if !ok {
-			err = fmt.Errorf("%s: %w", o.method, transport.ErrUnsupported)
+			err = fmt.Errorf("%s: %w", o.req.method, transport.ErrUnsupported)
 			break
 		}
-		fwd, ref := *o.complete, *o.complete.Ref
+		fwd, ref := *o.req.complete, *o.req.complete.Ref
 		if ref.Type == refPrompt {
-			ref.Name = o.target // the backend's own prompt name
+			ref.Name = o.dst.target // the backend's own prompt name
 		}
 		fwd.Ref = &ref
 		res, err = c.Complete(ctx, &fwd)
 	default:
-		err = fmt.Errorf("%w: %s", transport.ErrUnsupported, o.method)
+		err = fmt.Errorf("%w: %s", transport.ErrUnsupported, o.req.method)
+	}
+	return res, b.release(gen, err)
+}
+
+// transportCallLayer is transportLayer for a tools/call: it sends the
+// call's arguments (their text, args.go) to the tool's own name on its
+// backend, and notes the result's size in the op's outcome when it
+// succeeded. A call made while Options.Elicit, Options.Sample or
+// Options.ListRoots is set carries its CallInfo, so that a server's
+// request during the call names it.
+func (h *Host) transportCallLayer(ctx context.Context, o *op) (any, error) {
+	b := o.dst.b
+	tr, gen, err := b.conn(ctx)
+	o.out.noRetry = err != nil
+	if err != nil {
+		return nil, err
+	}
+	if h.opts.Elicit != nil || h.opts.Sample != nil || h.opts.ListRoots != nil {
+		ctx = withCall(ctx, &CallInfo{Tool: o.req.name, Profile: o.req.profile, Client: clientOf(ctx)})
+	}
+	raw, _ := o.req.args.text() // checked by validate
+	res, size, err := callSized(ctx, tr, &mcp.CallToolParams{Name: o.dst.target, Arguments: json.RawMessage(raw)}, b.maxOutput > 0 || h.audit.enabled())
+	if err == nil {
+		o.out.size = size
 	}
 	return res, b.release(gen, err)
 }

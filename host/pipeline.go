@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,23 +12,40 @@ import (
 
 // The pipeline. Every operation that reaches a backend (tools/call,
 // prompts/list, prompts/get, resources/list, resources/read,
-// resources/templates/list, completion/complete) runs through one chain of
+// resources/templates/list, completion/complete) runs through a chain of
 // ordered layers, in the spirit of go-sdk's mcp.Middleware: a layer takes
-// the handler below it and returns one that does its job around it. From the
-// caller down:
+// the handler below it and returns one that does its job around it. There
+// are three compositions of the same concerns, one per kind of operation,
+// so that no layer asks which kind it has: a tool call (call); an
+// operation on one prompt or resource (item: prompts/get, resources/read,
+// completion/complete); a listing of one backend's prompts, resources or
+// templates (list). From the caller down:
 //
-//	audit      layer_audit.go     the record of the attempt (refusals by the layers below too), written when it ends
-//	resolve    layer_resolve.go   catalogue name (or URI) → backend; starts the call's clock; waits for a backend coming up; unknown names refused
-//	policy     layer_policy.go    [policy], the profile, its requires; lists filtered on the way back
-//	validate   layer_validate.go  arguments against inputSchema; on the way back max_output and outputSchema
-//	fallback   layer_fallback.go  a failed call's [tools.NAME] fallback, through the whole pipeline again
-//	breaker    layer_breaker.go   the backend's and the tool's circuit breakers
-//	deadline   layer_deadline.go  the one deadline of the attempt (the backend's timeout from the call's start), set by the host
-//	retry      layer_retry.go     sends a request again that never left (or a retry = true tool's failure)
-//	transport  layer_transport.go waits for the backend to be ready, sends, reports faults to its supervisor
+//	layer      file               call item list  its job
+//	audit      layer_audit.go      x    x         the record of the attempt (refusals by the layers below too), written when it ends
+//	resolve    layer_resolve.go    x    x         catalogue name (or URI) → backend; waits for a backend coming up; unknown names refused
+//	policy     layer_policy.go     x    x    x    [policy], the profile, its requires; a list filtered on the way back
+//	validate   layer_validate.go   x              arguments against inputSchema; on the way back max_output and outputSchema
+//	fallback   layer_fallback.go   x              a failed call's [tools.NAME] fallback, through the whole pipeline again
+//	breaker    layer_breaker.go    x              the backend's and the tool's circuit breakers
+//	deadline   layer_deadline.go   x    x    x    the one deadline of the attempt (the backend's timeout from the call's start), set by the host
+//	retry      layer_retry.go      x    x    x    sends a request again that never left (or a retry = true tool's failure)
+//	transport  layer_transport.go  x    x    x    waits for the backend to be ready, sends, reports faults to its supervisor
 //
-// docs/RATIONALE.md ("Why are the pipeline's layers in this order?") says
-// why this order. A new concern is one new layer in this list.
+// Prompts and resources skip validate, fallback and breaker because those
+// concerns are a tool's (a missing prompt or URI is the caller's mistake,
+// not the backend failing); a list is not audited and goes to the backend
+// its caller names. docs/RATIONALE.md ("Why are the pipeline's layers in
+// this order?") says why this order. A new concern is one new layer in
+// these lists.
+//
+// What a layer sees (the shape an embedder's layer would have, DESIGN
+// decision 13): the op's request (op.req), read-only; its destination
+// (op.dst), written by resolve and read by the layers below it; its
+// outcome (op.out), where each layer writes its own fields, the ones it
+// found out, and the layers above read them on the way back. A layer
+// returns the result of the op (see handler) and an error in its own
+// words: the caller names the error once (op.named).
 
 // MCP methods an op can carry.
 const (
@@ -40,47 +59,145 @@ const (
 )
 
 // op is one operation on its way through the pipeline: what the caller
-// asked (method, profile, name, ...) and what the layers found out on the
-// way (the backend, the audit record, the arguments' JSON text, ...).
+// asked (req), where it goes (dst) and what the layers found out (out).
 type op struct {
+	req request
+	dst destination
+	out outcome
+	// argsBuf holds req.args of a tools/call made by CallTool, so that the
+	// pool reuses it with the op.
+	argsBuf args
+}
+
+// request is what the caller asked. The caller sets it before the op
+// enters the pipeline; no layer writes it.
+type request struct {
 	method  string
 	profile string // the view's profile; "" for the Host's own
-	// name is the catalogue name of a tool or prompt, or a resource's URI.
+	// name is the catalogue name of a tool or prompt, or a resource's URI
+	// (of a completion: its ref's prompt or URI).
 	name string
-	// backend is the backend a caller named (resources/read) or a list is
-	// taken from (prompts/list, resources/list).
-	backend     string
-	args        any               // tools/call: as given to CallTool
-	promptArgs  map[string]string // prompts/get
-	fallbackFor string            // tools/call: the tool this call is the fallback of
-	// complete is the request of a completion/complete; name is then its
-	// ref's prompt (catalogue name) or URI.
-	complete *mcp.CompleteParams
+	// backend is the backend a resources/read names, or the one a list is
+	// taken from.
+	backend string
+	// args are a tools/call's arguments, parsed once for every layer that
+	// needs them (args.go); a fallback shares its tool's.
+	args        *args
+	promptArgs  map[string]string   // prompts/get
+	complete    *mcp.CompleteParams // completion/complete
+	fallbackFor string              // tools/call: the tool this call is the fallback of
+	// start is when a tools/call's one deadline began (see deadlineLayer):
+	// when CallTool was called (or the earlier start WithCallStart gave),
+	// or when its fallback was. Zero for other ops: their deadline starts
+	// in the deadline layer.
+	start time.Time
+	// view is the caller's view when a tools/call was made (the caller
+	// refuses a call on a closed Host or in a removed profile's view).
+	view *view
+}
 
-	// Found on the way down.
-	// start is when a tools/call's one deadline began: the resolve layer
-	// sets it before it may wait for the backend (see deadlineLayer).
-	start  time.Time
-	b      *backend
-	e      entry        // tools/call: the catalogue entry
-	target string       // the operation's own name on the backend (tool, prompt)
-	vw     *view        // tools/call: the profile's view
-	rec    *AuditRecord // &recBuf while auditing, else nil
-	recBuf AuditRecord
-	// The arguments of a tools/call: their JSON text, its decoding (once,
-	// shared by audit and validation) and why they are refused.
-	raw     []byte
-	argErr  error
-	val     any
-	decoded bool
-	invalid string // the validation message of invalid arguments
+// subject is what an item op is about: itemPrompt (prompts/get, a
+// completion of a prompt), itemResource (resources/read, a completion of a
+// resource or template), or "" (a completion without a valid ref).
+func (r *request) subject() string {
+	switch {
+	case r.method == methodGetPrompt:
+		return itemPrompt
+	case r.method == methodReadResource:
+		return itemResource
+	case r.complete == nil || r.complete.Ref == nil:
+		return ""
+	case r.complete.Ref.Type == refPrompt:
+		return itemPrompt
+	case r.complete.Ref.Type == refResource:
+		return itemResource
+	}
+	return ""
+}
 
-	// Found on the way back.
-	size       int   // the result's JSON size (tools/call; see callSized)
-	retries    int   // retries made (see layer_retry.go)
-	noRetry    bool  // the last attempt could not get a connection: not retried
-	fellBack   bool  // the result is the fallback's
-	primaryErr error // the error that made the call use its fallback
+// What an item op is about (request.subject).
+const (
+	itemPrompt   = "prompt"
+	itemResource = "resource"
+)
+
+// destination is where an op goes. The resolve layer sets it; the caller
+// of a list (or of h.pipe.send), which has no resolve layer, sets it to
+// the backend it asks.
+type destination struct {
+	b       *backend
+	backend string // b's name; for a tools/call refused as unavailable, the backend waited for
+	entry   entry  // tools/call: the catalogue entry
+	target  string // the operation's own name on the backend (tool, prompt)
+	view    *view  // tools/call: the view the call is decided in (request.view, or the one after a wait)
+}
+
+// outcome is what the layers found out. Each field is written by the one
+// layer named in its comment, and read by the layers above it (and by the
+// caller) once the layer below has returned.
+type outcome struct {
+	// policy: its decision, once it made one (decided).
+	decided  bool
+	decision Decision
+	// validate: the message of arguments that do not match the tool's
+	// inputSchema (the call was answered with a tool error), and whether
+	// the arguments were refused as not a JSON object.
+	invalid     string
+	argsRefused bool
+	// fallback: the tool the call fell back to ("" for none) and the
+	// error that made it.
+	fallback   string
+	primaryErr error
+	// retry: the retries made.
+	retries int
+	// transport: the last attempt could not get a connection (not
+	// retried); the size of a tools/call's result's JSON text when it
+	// succeeded (see callSized).
+	noRetry bool
+	size    int
+	// audit: the op's record (kept in the op so that the pool reuses it).
+	record AuditRecord
+}
+
+// named returns err, the error the op's run ended with, as its caller
+// returns it: named once, here, in the op's terms (the audit record says
+// it in the same words). A tools/call's errors are named by its catalogue
+// name ("TOOL: ..."), except those that name what they refuse
+// (*UnknownToolError, *ToolNotAllowedError), a removed profile's, and a
+// fallback's (named by the fallback's own call). A prompt's and a
+// resource's errors from below the policy layer are named "prompt NAME:
+// ..." and "resource URI of BACKEND: ..."; the refusals of resolve and
+// policy name what they refuse themselves; a completion's errors say
+// "completion/complete" where resolve or the transport made them. An
+// ErrRequiredBackend is named by the op's name.
+func (o *op) named(err error) error {
+	if err == nil || o.out.fallback != "" {
+		return err
+	}
+	return o.nameError(err)
+}
+
+// nameError is named without its exception for a fallback's error (the
+// audit record of the tool that fell back names the tool's own error).
+func (o *op) nameError(err error) error {
+	switch err.(type) {
+	case *UnknownToolError, *ToolNotAllowedError, *NotAllowedError:
+		return err
+	}
+	if errors.Is(err, ErrRequiredBackend) || o.req.method == methodCallTool && !errors.Is(err, ErrUnknownProfile) {
+		return fmt.Errorf("%s: %w", o.req.name, err)
+	}
+	if !o.out.decision.Allowed {
+		// Refused by resolve, which says what it did not find.
+		return err
+	}
+	switch o.req.method {
+	case methodGetPrompt:
+		return fmt.Errorf("prompt %q: %w", o.req.name, err)
+	case methodReadResource:
+		return fmt.Errorf("resource %q of %s: %w", o.req.name, o.req.backend, err)
+	}
+	return err
 }
 
 // handler runs an op through the rest of the pipeline and returns its
@@ -93,19 +210,34 @@ type handler func(ctx context.Context, o *op) (any, error)
 // job around next.
 type layer func(h *Host, next handler) handler
 
-// The pipeline, from the caller down to the transport layer: upper runs on
-// the catalogue's account, lower on one backend's.
+// The compositions, from the caller down to the transport layer (see the
+// table above): upper runs on the catalogue's account, lower on one
+// backend's.
 var (
-	upper = []layer{auditLayer, resolveLayer, policyLayer, validateLayer, fallbackLayer}
-	lower = []layer{breakerLayer, deadlineLayer, retryLayer}
+	callUpper = []layer{auditCallLayer, resolveCallLayer, policyCallLayer, validateLayer, fallbackLayer}
+	callLower = []layer{breakerLayer, deadlineLayer, retryLayer}
+	itemUpper = []layer{auditItemLayer, resolveItemLayer, policyItemLayer}
+	listUpper = []layer{policyListLayer}
+	lower     = []layer{deadlineLayer, retryLayer}
 )
 
-// buildPipeline composes h's pipeline: h.run is the whole of it; h.send is
-// its lower part (breaker, deadline, retry, transport), which a layer uses
-// to ask a backend on its own account (resolve lists prompts).
+// pipelines are a Host's compositions of the layers.
+type pipelines struct {
+	call handler // tools/call
+	item handler // prompts/get, resources/read, completion/complete
+	list handler // prompts/list, resources/list, resources/templates/list
+	// send is the lower part (deadline, retry, transport), which resolve
+	// uses to ask a backend on its own account (it lists prompts), with the
+	// backend in the op's destination.
+	send handler
+}
+
+// buildPipeline composes h's pipelines.
 func (h *Host) buildPipeline() {
-	h.send = compose(h, lower, h.transportLayer)
-	h.run = compose(h, upper, h.send)
+	h.pipe.send = compose(h, lower, h.transportLayer)
+	h.pipe.call = compose(h, callUpper, compose(h, callLower, h.transportCallLayer))
+	h.pipe.item = compose(h, itemUpper, h.pipe.send)
+	h.pipe.list = compose(h, listUpper, h.pipe.send)
 }
 
 func compose(h *Host, ls []layer, next handler) handler {
@@ -115,18 +247,16 @@ func compose(h *Host, ls []layer, next handler) handler {
 	return next
 }
 
-// opPool recycles ops, with their audit records, between operations: an op
-// belongs to one run of the pipeline, and nothing keeps it (or a pointer
-// into it) once that run has returned.
+// opPool recycles the ops of tool calls, with their arguments and audit
+// records, between calls: an op belongs to one run of the pipeline, and
+// nothing keeps it (or a pointer into it) once that run has returned.
 var opPool = sync.Pool{New: func() any { return new(op) }}
 
-// runOp runs o, which it takes from the pool's newOp, and gives it back.
-func (h *Host) runOp(ctx context.Context, o *op) (any, error) {
-	res, err := h.run(ctx, o)
+// newOp returns a zero op from the pool; freeOp gives it back.
+func newOp() *op { return opPool.Get().(*op) }
+
+// freeOp gives o back to the pool, zeroed.
+func freeOp(o *op) {
 	*o = op{}
 	opPool.Put(o)
-	return res, err
 }
-
-// newOp returns a zero op from the pool; runOp gives it back.
-func newOp() *op { return opPool.Get().(*op) }

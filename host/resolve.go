@@ -74,15 +74,15 @@ func (h *Host) Coming(name string) bool {
 
 // waitBound returns ctx bounded by the deadline the tools/call o (not in
 // the catalogue) will have if the backend its name most likely belongs to
-// serves it (the first of owners: longest prefix), from o.start; with no
-// such backend, by [host] call_timeout from o.start (the wait then is for
+// serves it (the first of owners: longest prefix), from o.req.start; with no
+// such backend, by [host] call_timeout from o.req.start (the wait then is for
 // lazy backends to list their tools, see ensureStarted).
 func (h *Host) waitBound(ctx context.Context, o *op) (context.Context, context.CancelFunc) {
-	if owners := h.owners(o.name); len(owners) > 0 {
-		return owners[0].bound(ctx, o.start)
+	if owners := h.owners(o.req.name); len(owners) > 0 {
+		return owners[0].bound(ctx, o.req.start)
 	}
 	b := &backend{timeout: h.callTimeout(0), timeoutFrom: h.timeoutFrom(0)}
-	return b.bound(ctx, o.start)
+	return b.bound(ctx, o.req.start)
 }
 
 // resolve finds name in the catalogue. A name that is not there but whose

@@ -12,8 +12,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
-
-	"github.com/toolhost/toolhost/internal/jsonx"
 )
 
 var printer = message.NewPrinter(language.English)
@@ -27,9 +25,6 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("schema references %s: only references inside the schema are resolved", url)
 }
 
-// compileSchema compiles a tool's inputSchema or outputSchema (JSON Schema
-// draft 2020-12 unless its $schema names another draft, e.g. draft-07). A nil
-// schema compiles to nil (nothing to check).
 // compiledTool is a tool's input and output schemas compiled, or why they
 // do not compile.
 type compiledTool struct {
@@ -65,6 +60,9 @@ func compileTools(ctx context.Context, prefix string, tools []*mcp.Tool) (map[st
 	return out, nil
 }
 
+// compileSchema compiles a tool's inputSchema or outputSchema (JSON Schema
+// draft 2020-12 unless its $schema names another draft, e.g. draft-07). A nil
+// schema compiles to nil (nothing to check).
 func compileSchema(tool, which string, schema any) (*jsonschema.Schema, error) {
 	if schema == nil {
 		return nil, nil
@@ -92,48 +90,6 @@ func compileSchema(tool, which string, schema any) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("%s does not compile: %w", which, err)
 	}
 	return s, nil
-}
-
-// argsJSON is rawArgs without its check that the text is valid JSON where
-// that check would be done twice: for a call that decodes its arguments
-// (decodes true), the decoder finds invalid text (and argsError words the
-// error as rawArgs does), and text made by json.Marshal is valid by
-// construction. It returns the JSON text of args's object ("{}" for none);
-// its errors, and the text returned with them, are rawArgs's.
-func argsJSON(args any, decodes bool) ([]byte, error) {
-	var raw []byte
-	switch a := args.(type) {
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	case string:
-		raw = []byte(a)
-	case nil:
-		return rawArgs(args)
-	default:
-		if b, err := json.Marshal(a); err == nil && len(b) > 0 && b[0] == '{' {
-			return b, nil
-		}
-		// null, another kind of value, or no JSON at all.
-		return rawArgs(args)
-	}
-	if !decodes {
-		return rawArgs(args)
-	}
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
-		return t, nil
-	}
-	return rawArgs(args)
-}
-
-// argsError is the error of arguments given as text that argsJSON accepted
-// but the decoder rejected (derr): rawArgs's error for them.
-func argsError(args any, derr error) error {
-	if _, err := rawArgs(args); err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: %v", ErrInvalidArguments, derr)
 }
 
 // describeInvalid turns a validation error into "FIELD: WHY" lines, FIELD a
@@ -179,6 +135,3 @@ func fieldPath(root string, loc []string) string {
 	}
 	return b.String()
 }
-
-// decodeJSON is jsonx.Decode: the form the validator takes.
-var decodeJSON = jsonx.Decode

@@ -162,7 +162,7 @@ func (h *Host) prompts(ctx context.Context, profile string) ([]Prompt, error) {
 	}
 	var out []Prompt
 	for _, b := range h.readyBackends() {
-		res, err := h.run(ctx, &op{method: methodListPrompts, profile: profile, backend: b.name, b: b})
+		res, err := h.pipe.list(ctx, listOp(methodListPrompts, profile, b))
 		if err != nil {
 			if !errors.Is(err, transport.ErrUnsupported) {
 				b.logger.Warn("prompts/list failed", "error", err)
@@ -185,7 +185,7 @@ func (h *Host) resources(ctx context.Context, profile string) ([]Resource, error
 	}
 	var out []Resource
 	for _, b := range h.readyBackends() {
-		res, err := h.run(ctx, &op{method: methodListResources, profile: profile, backend: b.name, b: b})
+		res, err := h.pipe.list(ctx, listOp(methodListResources, profile, b))
 		if err != nil {
 			if !errors.Is(err, transport.ErrUnsupported) {
 				b.logger.Warn("resources/list failed", "error", err)
@@ -219,34 +219,37 @@ func decided(rec *AuditRecord, d Decision, backend string, refusal error) error 
 	return nil
 }
 
-// required fails while a backend the profile requires is down.
-func (h *Host) required(profile, what string) error {
-	prof := h.profileOf(profile)
-	if prof == nil {
-		return nil
-	}
-	for _, r := range prof.Requires {
-		if down, lastErr := h.named(r).down(); down {
-			return fmt.Errorf("%s: %w: profile %q requires backend %q, which is not ready; try again once it is: %w", what, ErrRequiredBackend, profile, r, lastErr)
-		}
-	}
-	return nil
-}
-
+// getPrompt runs a prompts/get through the item pipeline.
 func (h *Host) getPrompt(ctx context.Context, profile, name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	res, err := h.run(ctx, &op{method: methodGetPrompt, profile: profile, name: name, promptArgs: args})
+	res, err := h.runItem(ctx, &op{req: request{method: methodGetPrompt, profile: profile, name: name, promptArgs: args}})
 	if err != nil {
 		return nil, err
 	}
 	return res.(*mcp.GetPromptResult), nil
 }
 
+// readResource runs a resources/read through the item pipeline.
 func (h *Host) readResource(ctx context.Context, profile, backend, uri string) (*mcp.ReadResourceResult, error) {
-	res, err := h.run(ctx, &op{method: methodReadResource, profile: profile, name: uri, backend: backend})
+	res, err := h.runItem(ctx, &op{req: request{method: methodReadResource, profile: profile, name: uri, backend: backend}})
 	if err != nil {
 		return nil, err
 	}
 	return res.(*mcp.ReadResourceResult), nil
+}
+
+// runItem runs the item op o (prompts/get, resources/read,
+// completion/complete) and names its error once (op.named).
+func (h *Host) runItem(ctx context.Context, o *op) (any, error) {
+	res, err := h.pipe.item(ctx, o)
+	return res, o.named(err)
+}
+
+// listOp is the op of a list (prompts/list, resources/list,
+// resources/templates/list) of backend b in the view of profile: the
+// caller names the backend, so it sets the destination (the list pipeline
+// has no resolve layer).
+func listOp(method, profile string, b *backend) *op {
+	return &op{req: request{method: method, profile: profile, backend: b.name}, dst: destination{b: b, backend: b.name}}
 }
 
 func (h *Host) isClosed() bool {
