@@ -114,10 +114,7 @@ func (l *loader) samePrefixes(cfg *Config, keys []toml.Key) {
 		} else if pl := cfg.Plugins[key[1]]; key[0] == "plugins" && pl != nil {
 			p = pl.Prefix
 		}
-		eff := key[1] + "__"
-		if p != nil {
-			eff = *p
-		}
+		eff := ToolPrefix(key[1], p)
 		if eff == "" {
 			continue
 		}

@@ -39,8 +39,6 @@ package host
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -343,8 +341,7 @@ func (h *Host) ToolOptionProblems() []string {
 			return false
 		}
 		for _, b := range h.all() {
-			prefix := invalidNameChars.ReplaceAllString(b.prefix, "_")
-			if !strings.HasPrefix(name, prefix) || len(name) <= len(prefix) {
+			if !config.MayOwnToolName(b.prefix, name) {
 				continue
 			}
 			b.mu.Lock()
@@ -390,12 +387,8 @@ func (h *Host) callTimeout(own config.Duration) time.Duration {
 	return config.DefaultCallTimeout
 }
 
-func prefixOf(name string, p *string) string {
-	if p == nil {
-		return name + "__"
-	}
-	return *p
-}
+// prefixOf is config.ToolPrefix: the prefix of backend name's tools.
+func prefixOf(name string, p *string) string { return config.ToolPrefix(name, p) }
 
 // build creates (but does not connect) every backend.
 func (h *Host) build() error {
@@ -477,20 +470,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // broken tools gets them logged again rather than growing it.
 const maxDropLogged = 1024
 
-var invalidNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
-
-// catalogueName maps a backend tool name to its catalogue name: prefix +
-// name, with characters outside [A-Za-z0-9_-] replaced by "_", and a name
-// longer than 64 characters shortened to 55 characters + "_" + 8 hex digits
-// of its SHA-256, so it stays unique and stable.
-func catalogueName(prefix, name string) string {
-	full := invalidNameChars.ReplaceAllString(prefix+name, "_")
-	if len(full) > 64 {
-		sum := sha256.Sum256([]byte(prefix + name))
-		full = full[:55] + "_" + hex.EncodeToString(sum[:4])
-	}
-	return full
-}
+// catalogueName is config.ToolName: the catalogue name of the tool a
+// backend with that prefix lists as name.
+func catalogueName(prefix, name string) string { return config.ToolName(prefix, name) }
 
 // rebuild recomputes the catalogue from the tool lists of every backend
 // that has started at least once (a backend restarting or stopped for

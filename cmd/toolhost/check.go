@@ -151,12 +151,10 @@ func notReadyWhy(s host.BackendStatus) string {
 	return string(s.State)
 }
 
+// prefixText is config.ToolPrefix, "(none)" for no prefix.
 func prefixText(name string, p *string) string {
-	if p == nil {
-		return name + "__"
+	if t := config.ToolPrefix(name, p); t != "" {
+		return t
 	}
-	if *p == "" {
-		return "(none)"
-	}
-	return *p
+	return "(none)"
 }

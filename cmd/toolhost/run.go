@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
@@ -314,19 +313,8 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	return f(ctx, h)
 }
 
-// catalogue is what tools, call, prompts, prompt, resources and read use:
-// the Host itself or a profile's View.
-type catalogue interface {
-	Tools(ctx context.Context) ([]host.Tool, error)
-	CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error)
-	Prompts(ctx context.Context) ([]host.Prompt, error)
-	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
-	Resources(ctx context.Context) ([]host.Resource, error)
-	ReadResource(ctx context.Context, backend, uri string) (*mcp.ReadResourceResult, error)
-}
-
 // view returns the Host, or the View of profile when it is not empty.
-func (c *cli) view(h *host.Host, profile string) (catalogue, int) {
+func (c *cli) view(h *host.Host, profile string) (host.Catalogue, int) {
 	if profile == "" {
 		return h, exitOK
 	}
@@ -341,7 +329,7 @@ func (c *cli) view(h *host.Host, profile string) (catalogue, int) {
 // listing runs a listing command (tools, prompts, resources): it takes
 // --profile NAME and --json and no positional argument, and runs f on the
 // view of the profile.
-func (c *cli) listing(name string, args []string, f func(ctx context.Context, h *host.Host, v catalogue, asJSON bool) int) int {
+func (c *cli) listing(name string, args []string, f func(ctx context.Context, h *host.Host, v host.Catalogue, asJSON bool) int) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "")
 	profile := fs.String("profile", "", "")

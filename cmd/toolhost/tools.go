@@ -14,7 +14,7 @@ func (c *cli) tools(args []string) int {
 	// Listing needs no plugin instance: plugins listed from the tool-list
 	// cache are not compiled.
 	c.hostOpts = func(o *host.Options) { o.LazyPluginInstances = true }
-	return c.listing("tools", args, func(ctx context.Context, h *host.Host, v catalogue, asJSON bool) int {
+	return c.listing("tools", args, func(ctx context.Context, h *host.Host, v host.Catalogue, asJSON bool) int {
 		tools, err := v.Tools(ctx)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))

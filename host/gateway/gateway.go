@@ -77,19 +77,6 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// catalogue is what a profile's server serves: the Host itself (no
-// profile) or a *host.View.
-type catalogue interface {
-	Tools(ctx context.Context) ([]host.Tool, error)
-	CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error)
-	Prompts(ctx context.Context) ([]host.Prompt, error)
-	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
-	Resources(ctx context.Context) ([]host.Resource, error)
-	ReadResource(ctx context.Context, backend, uri string) (*mcp.ReadResourceResult, error)
-	ResourceTemplates(ctx context.Context) ([]host.ResourceTemplate, error)
-	Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
-}
-
 // Gateway serves one Host to MCP clients. Make one with New; Close it
 // before the Host.
 type Gateway struct {
@@ -225,7 +212,7 @@ func (g *Gateway) reconcile(ctx context.Context, cfg *config.Config) error {
 			next.servers[p] = old.servers[p]
 			continue
 		}
-		var view catalogue = g.h
+		var view host.Catalogue = g.h
 		if p != "" {
 			v, err := g.h.Profile(p)
 			if err != nil {
