@@ -79,12 +79,14 @@ inputSchema), 2 usage or configuration error (also: --args not a JSON object, un
 
 type cli struct {
 	stdout, stderr io.Writer
-	cfg            *config.Config         // the configuration withHost loaded
-	audit          func(host.AuditRecord) // host.Options.Audit of withHost's Host
+	cfg            *config.Config // the configuration withHost loaded
 	configPath     string
 	logLevel       string
 	logger         hclog.Logger
-	serving        bool // toolhost serve: no elicitation on stdin
+	// serving, set by toolhost serve, makes withHost build a Host for a
+	// gateway (gateway.Relay) counting in these metrics: no elicitation
+	// on stdin.
+	serving *gateway.Metrics
 	// prepare, when set, adjusts the loaded configuration before withHost
 	// builds its Host (call: start only the backends the call needs).
 	prepare func(cfg *config.Config)
@@ -266,11 +268,11 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := &host.Options{Logger: c.logger, Audit: c.audit}
-	if c.serving {
+	opts := &host.Options{Logger: c.logger}
+	if c.serving != nil {
 		// Requests of a server go to the gateway's client that made the
 		// call (stdin may be the protocol).
-		opts.Elicit, opts.Sample, opts.ListRoots = gateway.Elicit, gateway.Sample, gateway.Roots
+		gateway.Relay(opts, c.serving)
 	} else {
 		// Servers may ask the user for input on a terminal.
 		opts.Elicit = (&elicitor{stderr: c.stderr}).elicit

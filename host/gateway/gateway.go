@@ -72,8 +72,8 @@ type Options struct {
 	AllowUnauthenticated bool
 	// Metrics, when set, is served at GET /metrics (outside the client
 	// token check; behind [serve] metrics_token when set) and follows the
-	// Host's events; pass its Record as the Host's Options.Audit so that
-	// it counts calls. Serve counts its connections in it.
+	// Host's events; pass it to Relay too, before host.New, so that it
+	// counts calls. Serve counts its connections in it.
 	Metrics *Metrics
 }
 
@@ -121,11 +121,16 @@ type token struct {
 }
 
 // New builds the MCP servers of every profile the gateway serves (the
-// [serve] profile and every [serve.clients.NAME] profile), registers the
-// Host's current catalogue on them and follows the Host's catalogue events
-// from then on. cfg must be the configuration h was built from. An unknown
-// profile is an error wrapping host.ErrUnknownProfile.
-func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
+// [serve] profile and every [serve.clients.NAME] profile of h.Config()),
+// registers the Host's current catalogue on them and follows the Host's
+// catalogue events from then on (and its configurations: Host.Apply changes
+// the profiles and tokens served; [serve] stateless, max_body, the timeouts
+// and limits stay as at New). Build h with options that Relay has set, so
+// that its servers' requests reach the gateway's clients and
+// Options.Metrics counts its calls. An unknown profile is an error wrapping
+// host.ErrUnknownProfile.
+func New(h *host.Host, opts *Options) (*Gateway, error) {
+	cfg := h.Config()
 	g := &Gateway{h: h, serve: cfg.Serve,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if opts != nil {
