@@ -216,7 +216,7 @@ func (l *loader) validateServe(cfg *Config) {
 		}
 		switch {
 		case c.Token == "" && !l.reported(append(ck, "token")):
-			l.errorf(ck, "token is required: set token = \"${SOME_VAR}\" to a secret of at least %d characters", minTokenLen)
+			l.errorf(ck, "needs a token: set token = \"${SOME_VAR}\" to a secret of at least %d characters", minTokenLen)
 		case c.Token == "":
 		case len(c.Token) < minTokenLen:
 			// The value is a secret: the message never quotes it.

@@ -114,10 +114,7 @@ func (l *loader) samePrefixes(cfg *Config, keys []toml.Key) {
 		} else if pl := cfg.Plugins[key[1]]; key[0] == "plugins" && pl != nil {
 			p = pl.Prefix
 		}
-		eff := key[1] + "__"
-		if p != nil {
-			eff = *p
-		}
+		eff := ToolPrefix(key[1], p)
 		if eff == "" {
 			continue
 		}
@@ -225,7 +222,7 @@ func (l *loader) validateOAuth(s *Server, key toml.Key) {
 		o.Grant = GrantAuthorizationCode
 	case GrantAuthorizationCode, GrantClientCredentials:
 	default:
-		l.errorf(k("grant"), "%q is not a grant: use %q (a person logs in with toolhost login) or %q (a machine with client_id and client_secret)", o.Grant, GrantAuthorizationCode, GrantClientCredentials)
+		l.errorf(k("grant"), "%q is not a grant: use %q (a person signs in through a browser) or %q (a machine with client_id and client_secret)", o.Grant, GrantAuthorizationCode, GrantClientCredentials)
 	}
 	if o.Grant == GrantClientCredentials {
 		if o.ClientID == "" && !l.reported(k("client_id")) {

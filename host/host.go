@@ -40,8 +40,6 @@ package host
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -173,30 +171,6 @@ const (
 	KindPlugin = "wasm"
 )
 
-// Tool is one catalogue entry: the backend's definition with Name replaced by
-// the namespaced catalogue name.
-type Tool struct {
-	*mcp.Tool
-	// Backend is the name of the backend that serves the tool.
-	Backend string
-	// BackendTool is the tool's own name on its backend.
-	BackendTool string
-}
-
-// Prompt is one catalogue prompt, namespaced like tools.
-type Prompt struct {
-	*mcp.Prompt
-	Backend       string
-	BackendPrompt string
-}
-
-// Resource is one resource with the backend that serves it. URIs are not
-// namespaced: they are the backend's own.
-type Resource struct {
-	*mcp.Resource
-	Backend string
-}
-
 type entry struct {
 	b    *backend
 	name string // backend's own name
@@ -325,50 +299,6 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	return h, nil
 }
 
-// ToolOptionProblems lists the [tools.NAME] tables that name a tool, or a
-// fallback, that is not in the catalogue (a typo, or a tool the backend's
-// tools/deny_tools leave out). A name is checked only against a catalogue
-// that can answer for it: when no backend's tool prefix fits it (see Needs),
-// or when every backend whose prefix fits it has listed its tools (it has
-// started at least once and is not disabled). A name one of whose possible
-// owners has not listed yet (lazy and not used, a call that started only its
-// own backends, a start that failed) is not reported: it may still come.
-// toolhost check --profile prints them; New and Apply log them.
-func (h *Host) ToolOptionProblems() []string {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	var out []string
-	tools := h.config().Tools
-	missing := func(name string) bool {
-		if _, ok := h.tools[name]; ok {
-			return false
-		}
-		for _, b := range h.all() {
-			prefix := invalidNameChars.ReplaceAllString(b.prefix, "_")
-			if !strings.HasPrefix(name, prefix) || len(name) <= len(prefix) {
-				continue
-			}
-			b.mu.Lock()
-			listed := b.known && b.state != StateClosed && b.state != StateDisabled
-			b.mu.Unlock()
-			if !listed {
-				return false
-			}
-		}
-		return true
-	}
-	for _, name := range sortedKeys(tools) {
-		t := tools[name]
-		if missing(name) {
-			out = append(out, fmt.Sprintf("[tools.%s] (line %d): no tool %q in the catalogue", name, t.Line, name))
-		}
-		if t.Fallback != "" && missing(t.Fallback) {
-			out = append(out, fmt.Sprintf("[tools.%s] (line %d): fallback %q is not in the catalogue", name, t.Line, t.Fallback))
-		}
-	}
-	return out
-}
-
 // timeoutFrom says where h.callTimeout(own) comes from: timeoutOwn,
 // timeoutHost or timeoutDefault.
 func (h *Host) timeoutFrom(own config.Duration) int {
@@ -391,12 +321,8 @@ func (h *Host) callTimeout(own config.Duration) time.Duration {
 	return config.DefaultCallTimeout
 }
 
-func prefixOf(name string, p *string) string {
-	if p == nil {
-		return name + "__"
-	}
-	return *p
-}
+// prefixOf is config.ToolPrefix: the prefix of backend name's tools.
+func prefixOf(name string, p *string) string { return config.ToolPrefix(name, p) }
 
 // build creates (but does not connect) every backend.
 func (h *Host) build() error {
@@ -478,20 +404,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // broken tools gets them logged again rather than growing it.
 const maxDropLogged = 1024
 
-var invalidNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
-
-// catalogueName maps a backend tool name to its catalogue name: prefix +
-// name, with characters outside [A-Za-z0-9_-] replaced by "_", and a name
-// longer than 64 characters shortened to 55 characters + "_" + 8 hex digits
-// of its SHA-256, so it stays unique and stable.
-func catalogueName(prefix, name string) string {
-	full := invalidNameChars.ReplaceAllString(prefix+name, "_")
-	if len(full) > 64 {
-		sum := sha256.Sum256([]byte(prefix + name))
-		full = full[:55] + "_" + hex.EncodeToString(sum[:4])
-	}
-	return full
-}
+// catalogueName is config.ToolName: the catalogue name of the tool a
+// backend with that prefix lists as name.
+func catalogueName(prefix, name string) string { return config.ToolName(prefix, name) }
 
 // rebuild recomputes the catalogue from the tool lists of every backend
 // that has started at least once (a backend restarting or stopped for
@@ -558,40 +473,6 @@ func (h *Host) rebuild(strict bool) error {
 	h.tools, h.names, h.views, h.excluded = tools, names, views, excluded
 	h.mu.Unlock()
 	return nil
-}
-
-// Tools returns the catalogue as the global [policy] allows it, sorted by
-// name. Each Tool's definition is a copy; callers may keep and modify it.
-// Lazy backends that have not started yet are started first (within ctx),
-// and eager backends still making their first attempt to start are waited
-// for, each up to its startup_timeout from this call, within ctx: a backend
-// still not ready then is left out (Status shows it starting, or restarting
-// with its error, with 0 tools).
-// The tools of a failed backend are not listed.
-func (h *Host) Tools(ctx context.Context) ([]Tool, error) { return h.viewTools(ctx, "") }
-
-func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
-	h.ensureStarted(ctx)
-	h.awaitEager(ctx)
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if h.closed {
-		return nil, ErrClosed
-	}
-	vw := h.views[profile]
-	if vw == nil {
-		return nil, profileRemoved(profile)
-	}
-	out := make([]Tool, 0, len(vw.names))
-	for _, n := range vw.names {
-		e := h.tools[n]
-		if !e.b.listed() {
-			continue
-		}
-		cp := *e.tool
-		out = append(out, Tool{Tool: &cp, Backend: e.b.name, BackendTool: e.name})
-	}
-	return out, nil
 }
 
 // CallTool calls the catalogue tool name with args, which must be nil (no

@@ -2,7 +2,6 @@ package host
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/toolhost/toolhost/config"
 )
@@ -30,14 +29,7 @@ func Needs(cfg *config.Config, name, profile string) []string {
 	owners := func(tool string) int {
 		n := 0
 		for _, b := range cfg.Backends() {
-			var p *string
-			if s := cfg.Servers[b]; s != nil {
-				p = s.Prefix
-			} else if pl := cfg.Plugins[b]; pl != nil {
-				p = pl.Prefix
-			}
-			prefix := invalidNameChars.ReplaceAllString(prefixOf(b, p), "_")
-			if strings.HasPrefix(tool, prefix) && len(tool) > len(prefix) {
+			if config.MayOwnToolName(config.ToolPrefix(b, cfg.BackendPrefix(b)), tool) {
 				set[b] = true
 				n++
 			}

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/config"
@@ -28,8 +27,7 @@ func (e *resolveError) Unwrap() error { return e.err }
 func (h *Host) owners(name string) []*backend {
 	var out []*backend
 	for _, b := range h.all() {
-		p := invalidNameChars.ReplaceAllString(b.prefix, "_")
-		if !strings.HasPrefix(name, p) || len(name) == len(p) {
+		if !config.MayOwnToolName(b.prefix, name) {
 			continue
 		}
 		b.mu.Lock()

@@ -36,7 +36,7 @@ func (c *cli) failed(what string, err error) int {
 }
 
 func (c *cli) prompts(args []string) int {
-	return c.listing("prompts", args, func(ctx context.Context, _ *host.Host, v catalogue, asJSON bool) int {
+	return c.listing("prompts", args, func(ctx context.Context, _ *host.Host, v host.Catalogue, asJSON bool) int {
 		ps, err := v.Prompts(ctx)
 		if err != nil {
 			return c.failed("prompts/list", err)
@@ -105,7 +105,7 @@ func (c *cli) prompt(args []string) int {
 }
 
 func (c *cli) resources(args []string) int {
-	return c.listing("resources", args, func(ctx context.Context, _ *host.Host, v catalogue, asJSON bool) int {
+	return c.listing("resources", args, func(ctx context.Context, _ *host.Host, v host.Catalogue, asJSON bool) int {
 		rs, err := v.Resources(ctx)
 		if err != nil {
 			return c.failed("resources/list", err)

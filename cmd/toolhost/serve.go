@@ -27,10 +27,9 @@ func (c *cli) serve(args []string) int {
 		return c.usageError("usage: toolhost serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]")
 	}
 	metrics := gateway.NewMetrics()
-	c.audit = metrics.Record
-	c.serving = true
+	c.serving = metrics
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
-		g, err := gateway.New(h, c.cfg, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics})
+		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics})
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			if errors.Is(err, host.ErrUnknownProfile) {

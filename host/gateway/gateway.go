@@ -72,22 +72,9 @@ type Options struct {
 	AllowUnauthenticated bool
 	// Metrics, when set, is served at GET /metrics (outside the client
 	// token check; behind [serve] metrics_token when set) and follows the
-	// Host's events; pass its Record as the Host's Options.Audit so that
-	// it counts calls. Serve counts its connections in it.
+	// Host's events; pass it to Relay too, before host.New, so that it
+	// counts calls. Serve counts its connections in it.
 	Metrics *Metrics
-}
-
-// catalogue is what a profile's server serves: the Host itself (no
-// profile) or a *host.View.
-type catalogue interface {
-	Tools(ctx context.Context) ([]host.Tool, error)
-	CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error)
-	Prompts(ctx context.Context) ([]host.Prompt, error)
-	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
-	Resources(ctx context.Context) ([]host.Resource, error)
-	ReadResource(ctx context.Context, backend, uri string) (*mcp.ReadResourceResult, error)
-	ResourceTemplates(ctx context.Context) ([]host.ResourceTemplate, error)
-	Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
 }
 
 // Gateway serves one Host to MCP clients. Make one with New; Close it
@@ -134,11 +121,16 @@ type token struct {
 }
 
 // New builds the MCP servers of every profile the gateway serves (the
-// [serve] profile and every [serve.clients.NAME] profile), registers the
-// Host's current catalogue on them and follows the Host's catalogue events
-// from then on. cfg must be the configuration h was built from. An unknown
-// profile is an error wrapping host.ErrUnknownProfile.
-func New(h *host.Host, cfg *config.Config, opts *Options) (*Gateway, error) {
+// [serve] profile and every [serve.clients.NAME] profile of h.Config()),
+// registers the Host's current catalogue on them and follows the Host's
+// catalogue events from then on (and its configurations: Host.Apply changes
+// the profiles and tokens served; [serve] stateless, max_body, the timeouts
+// and limits stay as at New). Build h with options that Relay has set, so
+// that its servers' requests reach the gateway's clients and
+// Options.Metrics counts its calls. An unknown profile is an error wrapping
+// host.ErrUnknownProfile.
+func New(h *host.Host, opts *Options) (*Gateway, error) {
+	cfg := h.Config()
 	g := &Gateway{h: h, serve: cfg.Serve,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if opts != nil {
@@ -225,7 +217,7 @@ func (g *Gateway) reconcile(ctx context.Context, cfg *config.Config) error {
 			next.servers[p] = old.servers[p]
 			continue
 		}
-		var view catalogue = g.h
+		var view host.Catalogue = g.h
 		if p != "" {
 			v, err := g.h.Profile(p)
 			if err != nil {

@@ -107,7 +107,7 @@ func startTB(t testing.TB, src string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.h.Close() })
-	f.g, err = gateway.New(f.h, cfg, &gateway.Options{Logger: logger, Version: "test", Metrics: f.m})
+	f.g, err = gateway.New(f.h, &gateway.Options{Logger: logger, Version: "test", Metrics: f.m})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -408,7 +408,7 @@ func startLogged(t *testing.T, src string, logs io.Writer) *fixture {
 	t.Helper()
 	f := start(t, src)
 	f.g.Close()
-	g, err := gateway.New(f.h, f.cfg, &gateway.Options{Logger: hclog.New(&hclog.LoggerOptions{Name: "gw", Output: logs, Level: hclog.Info}), Version: "test", Metrics: f.m})
+	g, err := gateway.New(f.h, &gateway.Options{Logger: hclog.New(&hclog.LoggerOptions{Name: "gw", Output: logs, Level: hclog.Info}), Version: "test", Metrics: f.m})
 	if err != nil {
 		t.Fatal(err)
 	}

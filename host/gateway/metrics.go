@@ -78,7 +78,7 @@ func NewMetrics() *Metrics {
 }
 
 // Record counts one audit record. It is safe for concurrent use and is
-// meant to be (part of) host.Options.Audit.
+// meant to be (part of) host.Options.Audit, where Relay puts it.
 func (m *Metrics) Record(r host.AuditRecord) {
 	tool := r.Tool
 	if r.Outcome == host.OutcomeUnknownTool {

@@ -20,6 +20,30 @@ import (
 // cannot carry server-to-client requests ([serve] stateless).
 var ErrNoClient = errors.New("gateway: no client to relay the request to")
 
+// Relay makes opts the options of a Host that a Gateway will serve; call it
+// before host.New, and pass m to New as Options.Metrics too. It sets
+// opts.Elicit, opts.Sample and opts.ListRoots to the gateway's relays
+// (Elicit, Sample and Roots: a server's request during a call goes to the
+// gateway client that made the call), replacing any set; and when m is not
+// nil it makes opts.Audit count every record in m (Metrics.Record), after
+// the Audit already set, if any. opts must not be nil.
+//
+// toolhost serve builds its Host this way.
+func Relay(opts *host.Options, m *Metrics) {
+	opts.Elicit, opts.Sample, opts.ListRoots = Elicit, Sample, Roots
+	if m == nil {
+		return
+	}
+	if prev := opts.Audit; prev != nil {
+		opts.Audit = func(r host.AuditRecord) {
+			prev(r)
+			m.Record(r)
+		}
+	} else {
+		opts.Audit = m.Record
+	}
+}
+
 type sessionKey struct{}
 
 // withSession returns ctx carrying the session of the client whose call it

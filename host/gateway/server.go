@@ -22,7 +22,7 @@ import (
 // that a changed item is registered again and an unchanged one is not).
 type profileServer struct {
 	profile string
-	view    catalogue
+	view    host.Catalogue
 	srv     *mcp.Server
 	calls   *inflight // the gateway's
 
@@ -47,7 +47,7 @@ type profileServer struct {
 	served   map[string]bool // the resource URIs served now: what a client may subscribe to
 }
 
-func (g *Gateway) newServer(profile string, view catalogue) *profileServer {
+func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer {
 	ps := &profileServer{profile: profile, view: view, calls: &g.calls, pending: &g.pending,
 		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, served: map[string]bool{}}
 	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{

@@ -90,7 +90,7 @@ func TestStressServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	g, err := gateway.New(h, cfg, &gateway.Options{Logger: logger})
+	g, err := gateway.New(h, &gateway.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
