@@ -518,7 +518,7 @@ type BackendOptions struct {
 	Timeout time.Duration
 
 	// MaxOutput caps a result's JSON encoding, in bytes; the host checks
-	// it. Default: config.DefaultMaxOutput.
+	// it. Default: DefaultMaxOutput.
 	MaxOutput int
 
 	// Tools and DenyTools are the backend's tools and deny_tools: globs of
@@ -595,7 +595,7 @@ func (h *Host) newCustom(name string, c *custom) *backend {
 	b.timeoutFrom = h.timeoutFrom(config.Duration(o.Timeout))
 	b.allow, b.deny, b.maxOutput = c.allow, c.deny, o.MaxOutput
 	if b.maxOutput <= 0 {
-		b.maxOutput = config.DefaultMaxOutput
+		b.maxOutput = DefaultMaxOutput
 	}
 	b.newTr = func(func(transport.ListKind)) transport.Transport { return c.newTr() }
 	return b

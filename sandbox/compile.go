@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -33,7 +32,7 @@ func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*extis
 	}
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
 	if err != nil {
-		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1 and extism:host/env): %w: %w", p.cfg.Path, err, ErrABI, transport.ErrInitialize)
+		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1 and extism:host/env): %w: %w", p.m.Path, err, ErrABI, transport.ErrInitialize)
 	}
 	// The kernel host module goes into the plugin's own runtime, before any
 	// instance imports it (instantiation resolves the imports).
@@ -52,9 +51,9 @@ func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*extis
 // initializing and answering its list export with no memory cap (wazero's
 // experimental memory allocator hook records the largest linear memory).
 func (p *Plugin) measureMemory(ctx context.Context, wasm []byte, abi ABI) (uint64, error) {
-	cfg := p.cfg
-	cfg.Memory = config.Size(65536 * PageSize)
-	probe := newPlugin(p.e, &cfg, &PluginOptions{Logger: hclog.NewNullLogger(), DefaultTimeout: p.timeout})
+	m := p.m
+	m.Memory, m.Timeout = 65536*PageSize, p.timeout
+	probe := newPlugin(p.e, &m, &PluginOptions{Logger: hclog.NewNullLogger()})
 	defer probe.closeCancel()
 	probe.mounts, probe.httpPolicy, probe.abi, probe.probe = p.mounts, &httpPolicy{}, abi, true
 	compiled, err := probe.compile(ctx, wasm, 65536)

@@ -2,10 +2,25 @@ package sandbox
 
 import (
 	"runtime"
+	"strconv"
+	"time"
 )
 
-// Defaults for a [plugins.NAME] table's unset limits.
+// Defaults of a Manifest's zero fields (a [plugins.NAME] table's unset
+// keys), each defined here, where it is enforced.
 const (
+	// DefaultTimeout is the deadline of one call whose context has none
+	// when Manifest.Timeout is unset: 30s. The host gives every call its
+	// own deadline ([host] call_timeout, default 30s), so this applies to
+	// other callers.
+	DefaultTimeout = 30 * time.Second
+
+	// DefaultStartTimeout bounds the warm-up of a plugin's first instance
+	// (its _initialize and tool listing) at a Connect whose context has no
+	// deadline: 30s, or Manifest.Timeout when longer. The host gives
+	// Connect its startup_timeout instead.
+	DefaultStartTimeout = 30 * time.Second
+
 	// DefaultMemory caps a plugin's linear memory when memory is unset:
 	// 256 MiB (4096 pages), room for a Go plugin (≈3.2 MiB to start) to parse
 	// and build sizeable documents, while N instances of a runaway plugin
@@ -13,7 +28,10 @@ const (
 	// Extism kernel memory (wazero's limit is per runtime).
 	DefaultMemory = 256 << 20
 
-	// DefaultMaxOutput caps one result (max_output unset): 4 MiB.
+	// DefaultMaxOutput caps one result of a plugin (max_output unset): 4
+	// MiB. The sandbox enforces it (a guest's output_set beyond the cap
+	// fails the call); the host's own default for servers has the same
+	// value.
 	DefaultMaxOutput = 4 << 20
 
 	// DefaultMaxOpenFiles caps the files one instance may hold open in its
@@ -47,3 +65,17 @@ const (
 // another. A plugin whose tools rely on sharing global state across calls
 // should set instances = 1.
 func DefaultInstances() int { return runtime.NumCPU() }
+
+// formatSize formats n bytes in the largest binary unit that divides it
+// ("256MiB"), as config.Size prints it in the messages that name a key.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}

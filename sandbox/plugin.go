@@ -16,19 +16,15 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
 
 var bgCtx = context.Background()
 
-// PluginOptions configures a Plugin. The zero value is valid.
+// PluginOptions configures how a Plugin is run by this process (the
+// Manifest says what the plugin is and may do). The zero value is valid.
 type PluginOptions struct {
-	// DefaultTimeout is the per-call deadline when the plugin's own timeout
-	// is unset ([host] call_timeout). Zero means config.DefaultCallTimeout.
-	DefaultTimeout time.Duration
-
 	// Logger receives the plugin's logs: its stdout and stderr lines and its
 	// log_* calls (bounded: see guestlog.go), and sandbox's own messages
 	// about it. The host passes a logger already named for the plugin. Nil
@@ -75,9 +71,8 @@ const (
 //
 // Every operation is one call of a guest export on an instance from the
 // plugin's pool, under a deadline: the caller's (the host gives every call
-// one, see host.Host.CallTool) or, when ctx has none, the plugin's timeout
-// (else PluginOptions.DefaultTimeout, else config.DefaultCallTimeout) from
-// when the call gets an instance. The wazero runtime is built with
+// one, see host.Host.CallTool) or, when ctx has none, Manifest.Timeout
+// (default DefaultTimeout) from when the call gets an instance. The wazero runtime is built with
 // close-on-context-done, so a guest still running at the deadline is
 // stopped (its module closed) rather than left spinning, and the call
 // returns an error wrapping transport.ErrTimeout and
@@ -86,7 +81,7 @@ const (
 // the next call gets a new one.
 type Plugin struct {
 	e         *Engine
-	cfg       config.Plugin
+	m         Manifest
 	name      string
 	logger    hclog.Logger
 	glog      *guestLog
@@ -147,55 +142,43 @@ var (
 	_ transport.SizedCaller = (*Plugin)(nil)
 )
 
-func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
+func newPlugin(e *Engine, m *Manifest, opts *PluginOptions) *Plugin {
 	if opts == nil {
 		opts = &PluginOptions{}
 	}
-	p := &Plugin{e: e, cfg: *cfg, name: cfg.Name}
+	p := &Plugin{e: e, m: *m, name: m.Name}
 	p.logger = opts.Logger
 	if p.logger == nil {
-		p.logger = e.logger.Named(cfg.Name)
+		p.logger = e.logger.Named(m.Name)
 	}
 	p.glog = &guestLog{logger: p.logger}
 	p.lazy, p.refresh = opts.LazyInstances, opts.RefreshToolCache
-	switch {
-	case cfg.Timeout > 0:
-		p.timeout = cfg.Timeout.Std()
-	case opts.DefaultTimeout > 0:
-		p.timeout = opts.DefaultTimeout
-	default:
-		p.timeout = config.DefaultCallTimeout
+	p.timeout = m.Timeout
+	if p.timeout <= 0 {
+		p.timeout = DefaultTimeout
 	}
-	mem := int64(cfg.Memory)
-	if mem <= 0 {
-		mem = DefaultMemory
-	}
-	pages := (mem + PageSize - 1) / PageSize
-	if pages > 65536 {
-		pages = 65536
-	}
-	p.memPages = uint32(pages)
-	memBytes := pages * PageSize
+	p.memPages = m.pages()
+	memBytes := int64(p.memPages) * PageSize
 	p.maxInput = memBytes / 2
 	p.maxHTTP = memBytes / 4
-	p.maxHTTPRequests = cfg.MaxHTTPRequests
+	p.maxHTTPRequests = m.MaxHTTPRequests
 	if p.maxHTTPRequests <= 0 {
 		p.maxHTTPRequests = DefaultMaxHTTPRequests
 	}
-	p.maxHTTPBytes = int64(cfg.MaxHTTPBytes)
+	p.maxHTTPBytes = m.MaxHTTPBytes
 	if p.maxHTTPBytes <= 0 {
 		p.maxHTTPBytes = DefaultMaxHTTPBytes
 	}
-	p.maxOutput = int64(cfg.MaxOutput)
+	p.maxOutput = m.MaxOutput
 	if p.maxOutput <= 0 {
 		p.maxOutput = DefaultMaxOutput
 	}
-	p.size = cfg.Instances
+	p.size = m.Instances
 	if p.size <= 0 {
 		p.size = DefaultInstances()
 	}
-	p.fresh = cfg.Isolation == "fresh"
-	p.maxFiles = int64(cfg.MaxOpenFiles)
+	p.fresh = m.Isolation == IsolationFresh
+	p.maxFiles = int64(m.MaxOpenFiles)
 	if p.maxFiles <= 0 {
 		p.maxFiles = DefaultMaxOpenFiles
 	}
@@ -204,7 +187,7 @@ func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
 	return p
 }
 
-// Name returns the plugin's name from its config table.
+// Name returns the plugin's name (Manifest.Name).
 func (p *Plugin) Name() string { return p.name }
 
 // ABI returns the detected ABI ("" before Connect succeeded).
@@ -297,29 +280,32 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	if _, ok := os.LookupEnv("EXTISM_ENABLE_WASI_OUTPUT"); ok {
 		return nil, p.errorf("EXTISM_ENABLE_WASI_OUTPUT is set: the Extism go-sdk would then write guest output to the process's stdout, which must carry only protocol; unset it: %w", transport.ErrStart)
 	}
-	b, err := os.ReadFile(p.cfg.Path)
+	if err := p.m.Validate(); err != nil {
+		return nil, p.errorf("%w: %w", err, transport.ErrStart)
+	}
+	b, err := os.ReadFile(p.m.Path)
 	if err != nil {
 		return nil, p.errorf("reading module: %w: %w (check path in [plugins.%s])", err, transport.ErrStart, p.name)
 	}
 	sum := sha256.Sum256(b)
 	digest := hex.EncodeToString(sum[:])
-	if pin := strings.ToLower(strings.TrimSpace(p.cfg.SHA256)); pin != "" && pin != digest {
-		return nil, p.errorf("%s has sha256 %s, the config pins %s: %w: %w; rebuild or re-download the plugin, or update sha256 if the new file is trusted", p.cfg.Path, digest, pin, ErrChecksum, transport.ErrStart)
+	if pin := strings.ToLower(strings.TrimSpace(p.m.SHA256)); pin != "" && pin != digest {
+		return nil, p.errorf("%s has sha256 %s, the config pins %s: %w: %w; rebuild or re-download the plugin, or update sha256 if the new file is trusted", p.m.Path, digest, pin, ErrChecksum, transport.ErrStart)
 	}
 	mod, err := wasmfile.Parse(b)
 	if err != nil {
-		return nil, p.errorf("%s: %v: %w: %w", p.cfg.Path, err, ErrABI, transport.ErrInitialize)
+		return nil, p.errorf("%s: %v: %w: %w", p.m.Path, err, ErrABI, transport.ErrInitialize)
 	}
 	abi, err := detectABI(mod)
 	if err != nil {
-		return nil, p.errorf("%s: %w: %w", p.cfg.Path, err, transport.ErrInitialize)
+		return nil, p.errorf("%s: %w: %w", p.m.Path, err, transport.ErrInitialize)
 	}
 	if mod.HasMemory && mod.MemMin > uint64(p.memPages) {
 		return nil, p.errorf("memory cap %d pages (%s) is below the module's declared minimum of %d pages (%s, from its memory section); set memory >= %s: %w: %w",
 			p.memPages, pagesSize(uint64(p.memPages)), mod.MemMin, pagesSize(mod.MemMin), pagesSize(mod.MemMin), ErrMemoryLimit, transport.ErrInitialize)
 	}
-	if len(p.cfg.AllowedHosts) > 0 {
-		pol, err := newHTTPPolicy(p.cfg.AllowedHosts)
+	if len(p.m.Hosts) > 0 {
+		pol, err := newHTTPPolicy(p.m.Hosts)
 		if err != nil {
 			return nil, p.errorf("%v: %w", err, transport.ErrStart)
 		}
@@ -327,8 +313,8 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	} else {
 		p.httpPolicy = &httpPolicy{}
 	}
-	if len(p.cfg.Mounts) > 0 {
-		ms, err := newMounts(p.cfg.Mounts)
+	if len(p.m.Mounts) > 0 {
+		ms, err := newMounts(p.m.Mounts)
 		if err != nil {
 			return nil, p.errorf("allowed_paths: %v (each mount must be an existing host directory): %w", err, transport.ErrStart)
 		}
@@ -336,7 +322,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	}
 
 	if p.e.tools != nil && p.onConfigGet == nil && !p.probe {
-		key := p.toolCacheKey(digest, abi)
+		key := p.m.toolCacheKey(digest, abi)
 		if !p.refresh {
 			if tools := p.e.tools.get(p, key, digest); tools != nil {
 				return p.connectCached(b, abi, mod, digest, tools), nil
@@ -418,16 +404,16 @@ func (p *Plugin) initResult(abi ABI, mod *wasmfile.Module, digest string) *mcp.I
 
 // warmContext bounds the warm-up of a plugin's first instance: by ctx's own
 // deadline when it has one (the host sets startup_timeout), else by the
-// longer of config.DefaultStartupTimeout and the per-call timeout.
+// longer of DefaultStartTimeout and the per-call timeout.
 func warmContext(ctx context.Context, callTimeout time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, max(config.DefaultStartupTimeout, callTimeout))
+	return context.WithTimeout(ctx, max(DefaultStartTimeout, callTimeout))
 }
 
 func pagesSize(pages uint64) string {
-	return config.Size(pages * PageSize).String()
+	return formatSize(int64(pages) * PageSize)
 }
 
 func (p *Plugin) listExport() string {
