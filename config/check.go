@@ -12,10 +12,6 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// DefaultPluginMemory is the memory cap of a plugin without a memory key
-// (the sandbox's default, sandbox.DefaultMemory).
-const DefaultPluginMemory Size = 256 << 20
-
 // CheckOptions configures Config.Check. nil means the defaults.
 type CheckOptions struct {
 	// LookPath finds a server command that has no slash; nil means
@@ -28,7 +24,13 @@ type CheckOptions struct {
 	// error says why the file is not a loadable plugin. nil skips these
 	// checks (only the file's existence is checked). The sandbox provides
 	// one: sandbox.CheckModule.
-	Module func(path string) (minMemory Size, err error)
+	Module func(path string) (minMemory int64, err error)
+
+	// DefaultMemory is the memory cap, in bytes, of a plugin without a
+	// memory key, as the sandbox that enforces it defines it
+	// (sandbox.DefaultMemory, 256 MiB). 0: a plugin without a memory key
+	// is not checked against a cap.
+	DefaultMemory int64
 }
 
 // Check looks at what Load leaves alone because it lies outside the file,
@@ -37,7 +39,7 @@ type CheckOptions struct {
 //   - every plugin's path is a regular file that can be read;
 //   - with CheckOptions.Module, it is a module of a supported plugin ABI
 //     whose declared minimum memory fits under its memory cap (memory,
-//     default DefaultPluginMemory);
+//     default CheckOptions.DefaultMemory);
 //   - every stdio server's command exists: looked up in PATH when it has no
 //     slash, else relative to the configuration file's directory, and is an
 //     executable file.
@@ -102,14 +104,18 @@ func (c *Config) Check(opts *CheckOptions) error {
 		if o.Module == nil {
 			continue
 		}
-		need, err := o.Module(p.Path)
+		n, err := o.Module(p.Path)
 		if err != nil {
 			add(append(key, "path"), err, "%v", err)
 			continue
 		}
+		need := Size(n)
 		memory, memKey, which := p.Memory, append(key, "memory"), "memory"
 		if memory == 0 {
-			memory, memKey, which = DefaultPluginMemory, key, "the default memory"
+			if o.DefaultMemory <= 0 {
+				continue
+			}
+			memory, memKey, which = Size(o.DefaultMemory), key, "the default memory"
 		}
 		if need > memory {
 			add(memKey, nil, "%s %s is below the %s the module declares as its minimum: set memory >= %q", which, memory, need, need.String())

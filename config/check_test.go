@@ -65,7 +65,7 @@ memory = "4MiB"
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = cfg.Check(&config.CheckOptions{Module: sandbox.CheckModule})
+	err = cfg.Check(&config.CheckOptions{Module: sandbox.CheckModule, DefaultMemory: sandbox.DefaultMemory})
 	var list config.ErrorList
 	if !errors.As(err, &list) {
 		t.Fatalf("Check: %v, want an ErrorList", err)
@@ -86,16 +86,36 @@ memory = "4MiB"
 		t.Errorf("Check's list does not wrap sandbox.ErrABI")
 	}
 
-	// The default memory is checked too, against the key of the table.
-	if config.DefaultPluginMemory != sandbox.DefaultMemory {
-		t.Errorf("config.DefaultPluginMemory %d != sandbox.DefaultMemory %d", config.DefaultPluginMemory, sandbox.DefaultMemory)
-	}
 	// A configuration with nothing to find is nil.
 	ok, err := config.Parse([]byte("[plugins.fine]\npath = \""+echo+"\"\n\n[servers.ok]\ncommand = \"sh\"\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ok.Check(&config.CheckOptions{Module: sandbox.CheckModule}); err != nil {
+	if err := ok.Check(&config.CheckOptions{Module: sandbox.CheckModule, DefaultMemory: sandbox.DefaultMemory}); err != nil {
 		t.Errorf("Check of a sound configuration: %v", err)
+	}
+}
+
+// TestCheckDefaultMemory: a plugin without a memory key is checked against
+// CheckOptions.DefaultMemory (the sandbox's default, which the sandbox
+// defines), at the key of its table; without a DefaultMemory it is not.
+func TestCheckDefaultMemory(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "big.wasm")
+	if err := os.WriteFile(mod, []byte("\x00asm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("[plugins.big]\npath = \""+mod+"\"\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declares := func(string) (int64, error) { return 300 << 20, nil }
+	err = cfg.Check(&config.CheckOptions{Module: declares, DefaultMemory: sandbox.DefaultMemory})
+	want := `plugins.big: the default memory 256MiB is below the 300MiB the module declares as its minimum: set memory >= "300MiB"`
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("Check: %v, want ...%s", err, want)
+	}
+	if err := cfg.Check(&config.CheckOptions{Module: declares}); err != nil {
+		t.Errorf("Check without DefaultMemory: %v, want nil", err)
 	}
 }

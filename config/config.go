@@ -22,10 +22,6 @@ import (
 // call_timeout nor a backend's timeout is set.
 const DefaultCallTimeout = 30 * time.Second
 
-// DefaultMaxOutput is the cap on one result of a backend whose max_output is
-// not set: 4 MiB, for servers and plugins alike.
-const DefaultMaxOutput = 4 << 20
-
 // DefaultInheritEnv is the environment a stdio server inherits from toolhost
 // when its inherit_env is not set: the search path, the home directory and the
 // locale. Anything else (tokens, cloud credentials) must be passed explicitly
@@ -160,8 +156,9 @@ type Server struct {
 	// means the default "NAME__"; an empty string means no prefix.
 	Prefix *string `toml:"prefix"`
 
-	// MaxOutput caps the JSON encoding of one result (0 means
-	// DefaultMaxOutput). A larger result is an error, never truncated.
+	// MaxOutput caps the JSON encoding of one result (0 means the host's
+	// default, host.DefaultMaxOutput: 4 MiB, as for plugins). A larger
+	// result is an error, never truncated.
 	MaxOutput Size `toml:"max_output"`
 
 	// Tools are globs over the server's own tool names: only matching tools
@@ -247,7 +244,7 @@ type Plugin struct {
 	Mounts []Mount `toml:"-"`
 
 	// Memory caps the module's linear memory (e.g. "64MiB"; 0 means the
-	// sandbox default).
+	// sandbox default, 256MiB).
 	Memory Size `toml:"memory"`
 	// Timeout overrides [host] call_timeout for this plugin's calls.
 	Timeout Duration `toml:"timeout"`
@@ -257,7 +254,8 @@ type Plugin struct {
 	// Isolation is "pooled" (default: instances are reused, guest globals
 	// persist between calls) or "fresh" (a new instance for every call).
 	Isolation string `toml:"isolation"`
-	// MaxOutput caps one result's size (0 means the sandbox default).
+	// MaxOutput caps one result's size (0 means the sandbox default,
+	// 4 MiB).
 	MaxOutput Size `toml:"max_output"`
 	// MaxOpenFiles caps the files (and directories) one instance may hold
 	// open in its mounts at once (0 means the sandbox default, 128).

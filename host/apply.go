@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/transport"
 )
 
 // Errors of backends changed at run time (Host.Apply, Add, Remove, Enable,
@@ -34,9 +33,6 @@ var (
 	ErrBackendExists = errors.New("backend already exists")
 )
 
-// KindCustom is the Kind, in Status, of a backend added with Host.Add.
-const KindCustom = "custom"
-
 // topology is the configuration and the backends in force. A published
 // topology is never changed: Apply, Add, Remove, Enable and Disable build a
 // new one and store it (holding closeMu, which serialises them with each
@@ -48,13 +44,6 @@ type topology struct {
 	byName   map[string]*backend
 	custom   map[string]*custom // the backends added with Host.Add
 	disabled map[string]bool    // the backends disabled with Host.Disable
-}
-
-// custom is what Host.Add was given, to build the backend again (Enable).
-type custom struct {
-	newTr       func() transport.Transport
-	opts        BackendOptions
-	allow, deny []config.Rule // opts.Tools and DenyTools, compiled
 }
 
 func (h *Host) config() *config.Config        { return h.cur.Load().cfg }
@@ -505,129 +494,6 @@ func (h *Host) Enable(ctx context.Context, name string) error {
 
 func unknownBackend(name string) error {
 	return fmt.Errorf("%w: %q: backends are the [servers.NAME] and [plugins.NAME] tables of the configuration and those added with Host.Add", ErrUnknownBackend, name)
-}
-
-// BackendOptions configures a backend added with Host.Add. Nil and the zero
-// value are valid.
-type BackendOptions struct {
-	// Prefix is put before each of the backend's tool names to make its
-	// catalogue name. Nil: the backend's name and "__"; "" is no prefix.
-	Prefix *string
-
-	// Timeout bounds each call. Default: [host] call_timeout (30s).
-	Timeout time.Duration
-
-	// MaxOutput caps a result's JSON encoding, in bytes; the host checks
-	// it. Default: config.DefaultMaxOutput.
-	MaxOutput int
-
-	// Tools and DenyTools are the backend's tools and deny_tools: globs of
-	// its own tool names that are listed (default all) and left out.
-	Tools, DenyTools []string
-
-	// Supervision is as a [servers.NAME] table's keys (start,
-	// startup_timeout, health_*, restart_backoff, max_restarts,
-	// restart_window, circuit_breaker; not idle_timeout); zero fields get
-	// their documented defaults. With health_check = "ping" (the default)
-	// the transport's Ping is called every health_interval.
-	Supervision config.Supervision
-}
-
-// Add adds a backend of the embedder's own: newTransport returns a fresh,
-// unconnected transport.Transport (it is called once per attempt to start,
-// so a restart gets a new one; the Transport contract, which the
-// transport/transporttest suite checks, applies). The backend is supervised,
-// policed, audited and listed like a configured one; Status shows it with
-// Kind KindCustom. Add waits, within ctx, as New does for an eager backend,
-// and a backend that fails to start does not fail Add (Status shows it).
-//
-// name must match ToolNamePattern. Errors: ErrBackendExists (a configured
-// or added backend has that name), an invalid name or option (a
-// config.ErrorList for Supervision and the tool globs), ErrClosed.
-func (h *Host) Add(ctx context.Context, name string, newTransport func() transport.Transport, opts *BackendOptions) error {
-	if newTransport == nil {
-		return errors.New("host: Add: newTransport is nil")
-	}
-	if !ToolNamePattern.MatchString(name) {
-		return fmt.Errorf("host: Add: backend name %q does not match %s", name, ToolNamePattern)
-	}
-	c := &custom{newTr: newTransport}
-	if opts != nil {
-		c.opts = *opts
-	}
-	// The supervision defaults and checks, and the tool globs, are those
-	// of a [servers.NAME] table.
-	probe := &config.Config{Dir: "/", Servers: map[string]*config.Server{name: {
-		URL: "http://127.0.0.1/", Supervision: c.opts.Supervision, Prefix: c.opts.Prefix,
-		Tools: c.opts.Tools, DenyTools: c.opts.DenyTools}}}
-	if err := probe.Validate(); err != nil {
-		return fmt.Errorf("host: Add %q: %w", name, err)
-	}
-	s := probe.Servers[name]
-	c.opts.Supervision = s.Supervision
-	c.allow, c.deny = s.ToolRules, s.DenyToolRules
-
-	unlock := h.lockTopology()
-	if h.isClosed() {
-		unlock()
-		return ErrClosed
-	}
-	old := h.cur.Load()
-	if old.byName[name] != nil {
-		unlock()
-		return fmt.Errorf("%w: %q", ErrBackendExists, name)
-	}
-	b := h.newCustom(name, c)
-	next := old.with(map[string]*backend{name: b})
-	next.custom[name] = c
-	h.publish(next, false)
-	h.launch(b)
-	unlock()
-	h.awaitFirst(ctx, []*backend{b})
-	return nil
-}
-
-// newCustom builds (without starting) a backend of Host.Add.
-func (h *Host) newCustom(name string, c *custom) *backend {
-	o := c.opts
-	timeout := h.callTimeout(config.Duration(o.Timeout))
-	b := h.newBackend(name, KindCustom, prefixOf(name, o.Prefix), timeout, o.Supervision)
-	b.timeoutFrom = h.timeoutFrom(config.Duration(o.Timeout))
-	b.allow, b.deny, b.maxOutput = c.allow, c.deny, o.MaxOutput
-	if b.maxOutput <= 0 {
-		b.maxOutput = config.DefaultMaxOutput
-	}
-	b.newTr = func(func(transport.ListKind)) transport.Transport { return c.newTr() }
-	return b
-}
-
-// Remove stops a backend added with Host.Add and forgets it: its tools
-// leave the catalogue, and calls to them fail with ErrBackendUnavailable and
-// ErrBackendRemoved. It returns once the backend's goroutines are gone and
-// its transport is closed. A configured backend is removed by Host.Apply
-// with a configuration without it (or stopped by Host.Disable). Errors:
-// ErrUnknownBackend, ErrClosed.
-func (h *Host) Remove(ctx context.Context, name string) error {
-	defer h.lockTopology()()
-	if h.isClosed() {
-		return ErrClosed
-	}
-	old := h.cur.Load()
-	b := old.byName[name]
-	if b == nil || old.custom[name] == nil {
-		if b != nil {
-			return fmt.Errorf("%w: %q is configured, not added with Host.Add: apply a configuration without it (Host.Apply), or Host.Disable it", ErrUnknownBackend, name)
-		}
-		return unknownBackend(name)
-	}
-	next := old.with(map[string]*backend{name: nil})
-	delete(next.custom, name)
-	delete(next.disabled, name)
-	h.publish(next, false)
-	h.retire([]*backend{b}, func(*backend) error {
-		return fmt.Errorf("%w: by Host.Remove", ErrBackendRemoved)
-	})
-	return nil
 }
 
 // goneErr is the error for a request to b's supervisor once it has

@@ -336,7 +336,7 @@ func (h *Host) build() error {
 		b.timeoutFrom = h.timeoutFrom(s.Timeout)
 		b.allow, b.deny, b.maxOutput = s.ToolRules, s.DenyToolRules, int(s.MaxOutput)
 		if b.maxOutput <= 0 {
-			b.maxOutput = config.DefaultMaxOutput
+			b.maxOutput = DefaultMaxOutput
 		}
 		features := h.features(name, s)
 		if s.IsStdio() {

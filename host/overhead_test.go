@@ -89,7 +89,7 @@ deny  = ["*__delete_*", "t__crash", "t__sleep"]
 					CircuitBreaker: config.Circuit{Failures: 5, Cooldown: config.Duration(time.Minute), Successes: 3}})
 				be.tr, be.state, be.tools, be.known = tr, StateReady, []*mcp.Tool{tool}, true
 				if kind != KindPlugin {
-					be.maxOutput = config.DefaultMaxOutput
+					be.maxOutput = DefaultMaxOutput
 				}
 				h.add(be)
 				if err := h.rebuild(true); err != nil {

@@ -12,7 +12,6 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tetratelabs/wazero"
-	"github.com/toolhost/toolhost/config"
 )
 
 // Run side by side:
@@ -41,7 +40,7 @@ func BenchmarkCall(b *testing.B) {
 	for _, k := range []struct{ kind, fixture string }{{"raw", "echo"}, {"pdk", "pdkecho"}} {
 		path := fixture(b, k.fixture)
 		b.Run("kind="+k.kind+"/impl=sandbox", func(b *testing.B) {
-			p := connect(b, e, k.fixture, config.Plugin{Instances: 1}, nil)
+			p := connect(b, e, k.fixture, Manifest{Instances: 1}, nil)
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -70,7 +69,7 @@ func BenchmarkCall(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				cctx, cancel := context.WithTimeout(ctx, config.DefaultCallTimeout)
+				cctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 				rc, out, err := inst.CallWithContext(cctx, "call_tool", input)
 				cancel()
 				if err != nil || rc != 0 || len(out) == 0 {
@@ -85,7 +84,7 @@ func BenchmarkCall(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				cctx, cancel := context.WithTimeout(ctx, config.DefaultCallTimeout)
+				cctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 				rc, out, err := r.call(cctx, "call_tool", input)
 				cancel()
 				if err != nil || rc != 0 {
@@ -109,7 +108,7 @@ func BenchmarkThroughput(b *testing.B) {
 	for _, k := range []struct{ kind, fixture string }{{"raw", "echo"}, {"pdk", "pdkecho"}} {
 		for _, n := range []int{1, 2} {
 			b.Run(fmt.Sprintf("kind=%s/instances=%d", k.kind, n), func(b *testing.B) {
-				p := connect(b, e, k.fixture, config.Plugin{Name: fmt.Sprintf("%s%d", k.fixture, n), Instances: n}, nil)
+				p := connect(b, e, k.fixture, Manifest{Name: fmt.Sprintf("%s%d", k.fixture, n), Instances: n}, nil)
 				// Create the second instance before timing.
 				var wg sync.WaitGroup
 				for range n {
@@ -142,7 +141,7 @@ func BenchmarkConnect(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		p := e.Plugin(&config.Plugin{Name: "echo", Path: path}, nil)
+		p := e.Plugin(&Manifest{Name: "echo", Path: path}, nil)
 		if _, err := p.Connect(context.Background()); err != nil {
 			b.Fatal(err)
 		}
@@ -177,7 +176,7 @@ func BenchmarkConnect(b *testing.B) {
 //	go test -run '^$' -bench 'BenchmarkGuest' -count 6 ./sandbox/
 func BenchmarkGuest(b *testing.B) {
 	e := newTestEngine(b)
-	p := connect(b, e, "pdkbench", config.Plugin{Instances: 1}, nil)
+	p := connect(b, e, "pdkbench", Manifest{Instances: 1}, nil)
 	for _, op := range []string{"none", "bind", "unmarshal", "text"} {
 		b.Run("op="+op, func(b *testing.B) {
 			params := &mcp.CallToolParams{Name: "bench", Arguments: map[string]any{"op": op, "n": 100, "text": "hello"}}

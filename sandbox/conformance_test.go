@@ -3,7 +3,6 @@ package sandbox
 import (
 	"testing"
 
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
 	"github.com/toolhost/toolhost/transport/transporttest"
 )
@@ -14,7 +13,7 @@ func TestConformance(t *testing.T) {
 	e := newTestEngine(t)
 	transporttest.Run(t, transporttest.Backend{
 		New: func(t *testing.T) transport.Transport {
-			return e.Plugin(&config.Plugin{Name: "echo", Path: fixture(t, "echo"), Instances: 4}, nil)
+			return e.Plugin(&Manifest{Name: "echo", Path: fixture(t, "echo"), Instances: 4}, nil)
 		},
 		Echo:     "echo",
 		Slow:     "sleep",

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolhost/toolhost/config"
 )
 
 // TestCallerDeadlineIsTheCalls: a caller that gives a call a deadline (the
@@ -16,7 +14,7 @@ import (
 // applies (TestPluginDeadline in host, and the runaway tests, cover that).
 func TestCallerDeadlineIsTheCalls(t *testing.T) {
 	e := newTestEngine(t)
-	p := connect(t, e, "echo", config.Plugin{Timeout: config.Duration(time.Millisecond)}, nil)
+	p := connect(t, e, "echo", Manifest{Timeout: time.Millisecond}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := p.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"text": "50ms"}})

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -90,12 +89,11 @@ func NewEngine(opts *EngineOptions) (*Engine, error) {
 // CacheDir returns the compilation cache directory in use.
 func (e *Engine) CacheDir() string { return e.cacheDir }
 
-// Plugin returns an unconnected Plugin for cfg (an already validated
-// [plugins.NAME] table: Path and mount Host paths absolute, Isolation
-// "", "pooled" or "fresh"). Nothing is read until Connect. The Plugin keeps a
-// copy of cfg.
-func (e *Engine) Plugin(cfg *config.Plugin, opts *PluginOptions) *Plugin {
-	return newPlugin(e, cfg, opts)
+// Plugin returns an unconnected Plugin for m. Nothing is read or checked
+// until Connect, which fails on a Manifest out of range (ErrManifest, see
+// Manifest.Validate). The Plugin keeps a copy of m; opts may be nil.
+func (e *Engine) Plugin(m *Manifest, opts *PluginOptions) *Plugin {
+	return newPlugin(e, m, opts)
 }
 
 // acquire registers a connecting plugin; it fails once Close was called.

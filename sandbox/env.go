@@ -263,7 +263,7 @@ var envFuncs = []hostFn{
 		if in.p.onConfigGet != nil {
 			in.p.onConfigGet(string(key))
 		}
-		v, ok := in.p.cfg.Config[string(key)] // no key copy for the lookup
+		v, ok := in.p.m.Config[string(key)] // no key copy for the lookup
 		if !ok {
 			stack[0] = 0
 			return

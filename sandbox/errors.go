@@ -38,7 +38,7 @@ var (
 	// Connect (also wraps transport.ErrInitialize) the message says the
 	// minimum the module needs to start; during a call it means the guest
 	// ran out of memory (its instance is discarded). Raise memory in the
-	// plugin's config.
+	// plugin's config (Manifest.Memory).
 	// Wraps transport.ErrFault.
 	ErrMemoryLimit error = &classed{"plugin memory limit exceeded", transport.ErrFault}
 
@@ -128,6 +128,8 @@ func permanent(err error) error {
 	switch {
 	case errors.Is(err, transport.ErrStart) && errors.Is(err, fs.ErrNotExist):
 		why = "the module file does not exist"
+	case errors.Is(err, ErrManifest):
+		why = "its manifest is invalid"
 	case errors.Is(err, ErrChecksum):
 		why = "the module file does not match its sha256 pin"
 	case errors.Is(err, ErrABI):

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -48,7 +47,7 @@ func hammer(t *testing.T, echo *Plugin) (stop func() int64) {
 
 func TestFaultsAreContained(t *testing.T) {
 	e := newTestEngine(t)
-	echo := connect(t, e, "echo", config.Plugin{}, nil)
+	echo := connect(t, e, "echo", Manifest{}, nil)
 
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -81,55 +80,55 @@ func TestFaultsAreContained(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		cfg     config.Plugin
+		cfg     Manifest
 		call    call
 		wantErr []error
 		wantMsg string // substring of the error or result text
 		wantRes string // prefix of the result text, when no error is expected
 	}{
-		{name: "loop", cfg: config.Plugin{Timeout: config.Duration(300 * time.Millisecond)},
+		{name: "loop", cfg: Manifest{Timeout: 300 * time.Millisecond},
 			call: call{"loop", nil}, wantErr: []error{transport.ErrTimeout, context.DeadlineExceeded}},
-		{name: "hog", cfg: config.Plugin{Memory: 32 << 20},
+		{name: "hog", cfg: Manifest{Capabilities: Capabilities{Memory: 32 << 20}},
 			call: call{"hog", nil}, wantErr: []error{ErrMemoryLimit}, wantMsg: "out of memory"},
 		{name: "panic", call: call{"panic", map[string]any{"text": "boom"}},
 			wantErr: []error{ErrTrap}, wantMsg: "panic: fixture panic: boom"},
 		// A 512 KiB result over a 128 KiB max_output: the same rule as the
 		// default 4 MiB, at a size that stays quick under -race.
-		{name: "bigout", cfg: config.Plugin{MaxOutput: 128 << 10},
+		{name: "bigout", cfg: Manifest{MaxOutput: 128 << 10},
 			call: call{"big", map[string]any{"text": "524288"}}, wantErr: []error{transport.ErrOutputTooLarge}},
-		{name: "netout/outside", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+		{name: "netout/outside", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1"}}},
 			call: call{"fetch", map[string]any{"url": "http://example.com/"}}, wantErr: []error{ErrHostDenied}, wantMsg: "not in allowed_hosts"},
-		{name: "netout/allowed", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+		{name: "netout/allowed", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1"}}},
 			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantRes: "200 hello from loopback"},
-		{name: "netout/loopback-not-explicit", cfg: config.Plugin{AllowedHosts: []string{"*"}},
+		{name: "netout/loopback-not-explicit", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"*"}}},
 			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
-		{name: "netout/redirect-outside", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+		{name: "netout/redirect-outside", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1"}}},
 			call: call{"fetch", map[string]any{"url": srv.URL + "/redirect-outside"}}, wantErr: []error{ErrHostDenied}, wantMsg: "redirect"},
-		{name: "netout/redirect-other-port", cfg: config.Plugin{AllowedHosts: []string{hostport}},
+		{name: "netout/redirect-other-port", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{hostport}}},
 			call: call{"fetch", map[string]any{"url": srv.URL + "/redirect-port"}}, wantErr: []error{ErrHostDenied}, wantMsg: "redirect"},
-		{name: "netout/redirect-other-loopback", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+		{name: "netout/redirect-other-loopback", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1"}}},
 			call: call{"fetch", map[string]any{"url": srv.URL + "/redirect-loopback"}}, wantErr: []error{ErrHostDenied}},
-		{name: "netout/redirect-other-name", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1"}},
+		{name: "netout/redirect-other-name", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1"}}},
 			call: call{"fetch", map[string]any{"url": srv.URL + "/redirect-name"}}, wantErr: []error{ErrHostDenied}},
-		{name: "netout/rebinding", cfg: config.Plugin{AllowedHosts: []string{"*.localhost", "localhost.*", "local*"}},
+		{name: "netout/rebinding", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"*.localhost", "localhost.*", "local*"}}},
 			call: call{"fetch", map[string]any{"url": "http://localhost" + hostport[strings.LastIndex(hostport, ":"):] + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
-		{name: "netout/metadata", cfg: config.Plugin{AllowedHosts: []string{"*"}},
+		{name: "netout/metadata", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"*"}}},
 			call: call{"fetch", map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}}, wantErr: []error{ErrHostDenied}, wantMsg: "cloud metadata"},
 		// A literal entry exempts only the host:port it names, and only for
 		// a request that matched it: another entry (a glob, any port) that
 		// lets the same address through gets the loopback refusal.
-		{name: "netout/literal-other-port-by-ip", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1:1", "*"}},
+		{name: "netout/literal-other-port-by-ip", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1:1", "*"}}},
 			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
-		{name: "netout/literal-other-port-by-name", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1:1", "local*:" + port}},
+		{name: "netout/literal-other-port-by-name", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1:1", "local*:" + port}}},
 			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
-		{name: "netout/literal-any-port-glob-name", cfg: config.Plugin{AllowedHosts: []string{"127.0.0.1", "local*"}},
+		{name: "netout/literal-any-port-glob-name", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1", "local*"}}},
 			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantErr: []error{ErrHostDenied}, wantMsg: "loopback"},
-		{name: "netout/literal-with-port", cfg: config.Plugin{AllowedHosts: []string{hostport}},
+		{name: "netout/literal-with-port", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{hostport}}},
 			call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantRes: "200 hello from loopback"},
-		{name: "netout/literal-name-with-port", cfg: config.Plugin{AllowedHosts: []string{"localhost:" + port}},
+		{name: "netout/literal-name-with-port", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"localhost:" + port}}},
 			call: call{"fetch", map[string]any{"url": "http://localhost:" + port + "/ok"}}, wantRes: "200 hello from loopback"},
 		{name: "netout/no-hosts", call: call{"fetch", map[string]any{"url": srv.URL + "/ok"}}, wantErr: []error{ErrHostDenied}},
-		{name: "netout/scheme", cfg: config.Plugin{AllowedHosts: []string{"*"}},
+		{name: "netout/scheme", cfg: Manifest{Capabilities: Capabilities{Hosts: []string{"*"}}},
 			call: call{"fetch", map[string]any{"url": "file:///etc/passwd"}}, wantErr: []error{ErrHostDenied}, wantMsg: "scheme"},
 	}
 	for _, tt := range tests {
@@ -173,7 +172,7 @@ func TestFaultsAreContained(t *testing.T) {
 	}
 
 	t.Run("escape", func(t *testing.T) {
-		p := connect(t, e, "escape", config.Plugin{Mounts: []config.Mount{{Guest: "/data", Host: mounted}}}, nil)
+		p := connect(t, e, "escape", Manifest{Capabilities: Capabilities{Mounts: []Mount{{Guest: "/data", Host: mounted}}}}, nil)
 		stop := hammer(t, echo)
 		defer stop()
 		for _, c := range []struct{ tool, path, want string }{
@@ -197,7 +196,7 @@ func TestFaultsAreContained(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(mounted, "new.txt")); err == nil {
 			t.Error("write through a read-only mount succeeded")
 		}
-		rw := connect(t, e, "escape", config.Plugin{Name: "escape-rw", Mounts: []config.Mount{{Guest: "/data", Host: mounted, ReadWrite: true}}}, nil)
+		rw := connect(t, e, "escape", Manifest{Name: "escape-rw", Capabilities: Capabilities{Mounts: []Mount{{Guest: "/data", Host: mounted, Mode: MountReadWrite}}}}, nil)
 		if got := callText(t, rw, "write", map[string]any{"path": "/data/new.txt"}); got != "ok" {
 			t.Errorf("write through rw mount: %q", got)
 		}
@@ -226,7 +225,7 @@ func TestFaultsAreContained(t *testing.T) {
 		os.Symlink(filepath.Join(out, "chained.txt"), filepath.Join(rwdir, "chain2"))
 		os.Symlink("inside.txt", filepath.Join(rwdir, "rel-inside"))
 		os.Symlink(filepath.Join(rwdir, "inside.txt"), filepath.Join(rwdir, "abs-inside"))
-		rw := connect(t, e, "escape", config.Plugin{Name: "escape-dangling", Mounts: []config.Mount{{Guest: "/data", Host: rwdir, ReadWrite: true}}}, nil)
+		rw := connect(t, e, "escape", Manifest{Name: "escape-dangling", Capabilities: Capabilities{Mounts: []Mount{{Guest: "/data", Host: rwdir, Mode: MountReadWrite}}}}, nil)
 		stop := hammer(t, echo)
 		defer stop()
 		for _, c := range []struct {
@@ -278,7 +277,7 @@ func cpuTime() time.Duration {
 // rather than keeping a core busy after the call returned.
 func TestLoopIsReallyStopped(t *testing.T) {
 	e := newTestEngine(t)
-	p := connect(t, e, "loop", config.Plugin{Timeout: config.Duration(200 * time.Millisecond), Instances: 1}, nil)
+	p := connect(t, e, "loop", Manifest{Timeout: 200 * time.Millisecond, Instances: 1}, nil)
 	start := time.Now()
 	_, err := p.CallTool(context.Background(), &mcp.CallToolParams{Name: "loop"})
 	if !errors.Is(err, transport.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {

@@ -14,7 +14,6 @@ import (
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
-	"github.com/toolhost/toolhost/config"
 )
 
 // confinedFS is a mount's file system: wazero's sysfs.DirFS (read-only
@@ -78,7 +77,7 @@ func (q *quota) reserve(n int64) bool {
 }
 
 // newMounts resolves the mounts' host directories (at Connect).
-func newMounts(mounts []config.Mount) ([]mount, error) {
+func newMounts(mounts []Mount) ([]mount, error) {
 	out := make([]mount, 0, len(mounts))
 	for _, m := range mounts {
 		root, err := filepath.EvalSymlinks(m.Host)
@@ -88,9 +87,9 @@ func newMounts(mounts []config.Mount) ([]mount, error) {
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
 			return nil, &fs.PathError{Op: "mount", Path: m.Host, Err: fs.ErrInvalid}
 		}
-		mt := mount{guest: m.Guest, root: root, rw: m.ReadWrite}
-		if m.ReadWrite && m.Quota > 0 {
-			mt.quota = &quota{guest: m.Guest, max: int64(m.Quota)}
+		mt := mount{guest: m.Guest, root: root, rw: m.Mode == MountReadWrite}
+		if mt.rw && m.Quota > 0 {
+			mt.quota = &quota{guest: m.Guest, max: m.Quota}
 			var used int64
 			_ = filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
 				if err == nil && d.Type().IsRegular() {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -31,21 +30,21 @@ func TestHostileMix(t *testing.T) {
 	}
 	const mem, n = 64 << 20, 4
 	e := newTestEngine(t)
-	echo := connect(t, e, "echo", config.Plugin{}, nil)
+	echo := connect(t, e, "echo", Manifest{}, nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 256<<10)) }))
 	defer srv.Close()
 	dir, rw := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("x"), 0o644)
-	plug := func(name string, cfg config.Plugin) *Plugin {
+	plug := func(name string, cfg Manifest) *Plugin {
 		cfg.Memory, cfg.Instances = mem, n
 		return connect(t, e, name, cfg, nil)
 	}
-	hog := plug("hog", config.Plugin{Timeout: config.Duration(time.Minute)})
-	fdleak := plug("fdleak", config.Plugin{Mounts: []config.Mount{{Guest: "/data", Host: dir}}})
-	flood := plug("errflood", config.Plugin{MaxOutput: 1 << 20})
-	many := plug("manytools", config.Plugin{})
-	net := plug("netout", config.Plugin{AllowedHosts: []string{"127.0.0.1"}})
-	fill := plug("escape", config.Plugin{Mounts: []config.Mount{{Guest: "/out", Host: rw, ReadWrite: true, Quota: 8 << 20}}})
+	hog := plug("hog", Manifest{Timeout: time.Minute})
+	fdleak := plug("fdleak", Manifest{Capabilities: Capabilities{Mounts: []Mount{{Guest: "/data", Host: dir}}}})
+	flood := plug("errflood", Manifest{MaxOutput: 1 << 20})
+	many := plug("manytools", Manifest{})
+	net := plug("netout", Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1"}}})
+	fill := plug("escape", Manifest{Capabilities: Capabilities{Mounts: []Mount{{Guest: "/out", Host: rw, Mode: MountReadWrite, Quota: 8 << 20}}}})
 
 	runtimeGC()
 	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)

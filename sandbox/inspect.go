@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -22,10 +21,10 @@ type InspectOptions struct {
 	// Engine compiles the module; nil means a temporary Engine on the default
 	// compilation cache directory, closed before Inspect returns.
 	Engine *Engine
-	// Timeout bounds each guest call; 0 means config.DefaultCallTimeout.
+	// Timeout bounds each guest call; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Memory caps the module's memory; 0 means DefaultMemory.
-	Memory config.Size
+	// Memory caps the module's memory, in bytes; 0 means DefaultMemory.
+	Memory int64
 }
 
 // Import is one function or memory a module imports.
@@ -74,9 +73,9 @@ type Report struct {
 // declares no memory of its own). Errors: the file cannot be read (wraps
 // its *fs.PathError); it is not WebAssembly, or it matches no supported
 // plugin ABI (ErrABI). It fits config.CheckOptions.Module, which
-// toolhost check uses. A Go module needs more than its declared minimum to
+// toolhost check uses (with DefaultMemory as CheckOptions.DefaultMemory). A Go module needs more than its declared minimum to
 // start; only starting it tells how much.
-func CheckModule(path string) (config.Size, error) {
+func CheckModule(path string) (int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
@@ -91,11 +90,12 @@ func CheckModule(path string) (config.Size, error) {
 	if !mod.HasMemory {
 		return 0, nil
 	}
-	return config.Size(mod.MemMin * PageSize), nil
+	return int64(mod.MemMin * PageSize), nil
 }
 
-// Inspect loads the module at path with no capability granted (no network,
-// no files, no config, no environment) and reports its ABI, exports,
+// Inspect loads the module at path as a Manifest with no capability
+// granted (no network, no files, no config, no environment; memory
+// opts.Memory, one instance) and reports its ABI, exports,
 // imports, capability needs, tools and the config keys it reads while
 // listing tools. It returns a partial Report with the error when the module
 // parses but cannot be loaded (e.g. ErrABI).
@@ -155,7 +155,8 @@ func Inspect(ctx context.Context, path string, opts *InspectOptions) (*Report, e
 		}
 		defer e.Close()
 	}
-	p := e.Plugin(&config.Plugin{Name: "inspect", Path: path, Memory: opts.Memory, Timeout: config.Duration(opts.Timeout), Instances: 1}, nil)
+	m := &Manifest{Name: "inspect", Path: path, Capabilities: Capabilities{Memory: opts.Memory}, Timeout: opts.Timeout, Instances: 1}
+	p := e.Plugin(m, nil)
 	var mu sync.Mutex
 	keys := map[string]bool{}
 	p.onConfigGet = func(k string) {

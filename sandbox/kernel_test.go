@@ -8,7 +8,6 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 )
 
 // TestKernel checks the Go kernel's block semantics (docs/PLUGIN-ABI.md §2).
@@ -76,7 +75,7 @@ func TestKernel(t *testing.T) {
 // TestGuestModule checks that the go-sdk still keeps the guest module where
 // guestModule finds it.
 func TestGuestModule(t *testing.T) {
-	p := connect(t, newTestEngine(t), "echo", config.Plugin{Instances: 1}, nil)
+	p := connect(t, newTestEngine(t), "echo", Manifest{Instances: 1}, nil)
 	in, err := p.newInstance(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +97,7 @@ func TestCallCost(t *testing.T) {
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
 	for _, name := range []string{"echo", "pdkecho"} {
 		t.Run(name, func(t *testing.T) {
-			p := connect(t, e, name, config.Plugin{Instances: 1}, nil)
+			p := connect(t, e, name, Manifest{Instances: 1}, nil)
 			ctx := context.Background()
 			call := func() {
 				res, err := p.CallTool(ctx, params)

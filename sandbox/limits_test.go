@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -36,11 +35,11 @@ func openFDs(t *testing.T) int {
 // plugin and another plugin keep serving.
 func TestOpenFilesCapped(t *testing.T) {
 	e := newTestEngine(t)
-	echo := connect(t, e, "echo", config.Plugin{}, nil)
+	echo := connect(t, e, "echo", Manifest{}, nil)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("x"), 0o644)
-	mounts := []config.Mount{{Guest: "/data", Host: dir}}
-	p := connect(t, e, "fdleak", config.Plugin{Mounts: mounts, MaxOpenFiles: 16, Instances: 1}, nil)
+	mounts := []Mount{{Guest: "/data", Host: dir}}
+	p := connect(t, e, "fdleak", Manifest{Capabilities: Capabilities{Mounts: mounts}, MaxOpenFiles: 16, Instances: 1}, nil)
 
 	base := openFDs(t)
 	stop := hammer(t, echo)
@@ -105,7 +104,7 @@ func TestQueueTimeIsNotThePluginsFault(t *testing.T) {
 	e := newTestEngine(t)
 	srv, entered, release := blockingServer(t)
 	const timeout = 4 * time.Second
-	p := connect(t, e, "netout", config.Plugin{AllowedHosts: []string{"127.0.0.1"}, Instances: 1, Timeout: config.Duration(timeout)}, nil)
+	p := connect(t, e, "netout", Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1"}}, Instances: 1, Timeout: timeout}, nil)
 	fetch := func(ctx context.Context) (string, error) {
 		res, err := p.CallTool(ctx, &mcp.CallToolParams{Name: "fetch", Arguments: map[string]any{"url": srv.URL + "/hold"}})
 		return resultText(res), err
@@ -151,10 +150,10 @@ func TestQueueTimeIsNotThePluginsFault(t *testing.T) {
 // refused before the host copies it.
 func TestGuestTextIsBounded(t *testing.T) {
 	e := newTestEngine(t)
-	echo := connect(t, e, "echo", config.Plugin{}, nil)
+	echo := connect(t, e, "echo", Manifest{}, nil)
 	stop := hammer(t, echo)
 	defer stop()
-	p := connect(t, e, "errflood", config.Plugin{MaxOutput: 64 << 10}, nil)
+	p := connect(t, e, "errflood", Manifest{MaxOutput: 64 << 10}, nil)
 	call := func(tool string, n int) (*mcp.CallToolResult, error) {
 		return p.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"size": strconv.Itoa(n)}})
 	}
@@ -177,7 +176,7 @@ func TestGuestTextIsBounded(t *testing.T) {
 	}
 
 	// list_tools failing with 2 MiB of error text: Connect's error is cut.
-	cfg := config.Plugin{Name: "errflood-list", Path: fixture(t, "errflood"), Config: map[string]string{"list_error": strconv.Itoa(2 << 20)}}
+	cfg := Manifest{Name: "errflood-list", Path: fixture(t, "errflood"), Config: map[string]string{"list_error": strconv.Itoa(2 << 20)}}
 	lp := e.Plugin(&cfg, nil)
 	defer lp.Close()
 	_, err = lp.Connect(context.Background())
@@ -203,7 +202,7 @@ func TestPluginCatalogueIsBounded(t *testing.T) {
 		{"big-pages", map[string]string{"per_page": "3000", "pages": "5"}, "tools"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := connect(t, e, "manytools", config.Plugin{Name: "many-" + tc.name, Config: tc.config}, nil)
+			p := connect(t, e, "manytools", Manifest{Name: "many-" + tc.name, Config: tc.config}, nil)
 			tools, err := p.ListTools(context.Background())
 			if !errors.Is(err, transport.ErrListLimit) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("ListTools: %d tools, %v; want ErrListLimit naming the %s cap", len(tools), err, tc.want)
@@ -243,8 +242,8 @@ func TestMemoryBoundHolds(t *testing.T) {
 	}
 	const mem, n = 64 << 20, 4
 	e := newTestEngine(t)
-	echo := connect(t, e, "echo", config.Plugin{}, nil)
-	p := connect(t, e, "hog", config.Plugin{Memory: mem, Instances: n, Timeout: config.Duration(time.Minute)}, nil)
+	echo := connect(t, e, "echo", Manifest{}, nil)
+	p := connect(t, e, "hog", Manifest{Capabilities: Capabilities{Memory: mem}, Instances: n, Timeout: time.Minute}, nil)
 	runtimeGC()
 	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 	base := procStatus(t, "VmRSS")
@@ -278,14 +277,14 @@ func runtimeGC() { runtime.GC(); debug.FreeOSMemory() }
 // beyond, the call fails with ErrHTTPLimit and the plugin keeps serving.
 func TestHTTPPerCallCaps(t *testing.T) {
 	e := newTestEngine(t)
-	echo := connect(t, e, "echo", config.Plugin{}, nil)
+	echo := connect(t, e, "echo", Manifest{}, nil)
 	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)
 		w.Write(make([]byte, 256<<10))
 	}))
 	defer srv.Close()
-	p := connect(t, e, "netout", config.Plugin{AllowedHosts: []string{"127.0.0.1"}, MaxHTTPRequests: 5, MaxHTTPBytes: 1 << 20}, nil)
+	p := connect(t, e, "netout", Manifest{Capabilities: Capabilities{Hosts: []string{"127.0.0.1"}}, MaxHTTPRequests: 5, MaxHTTPBytes: 1 << 20}, nil)
 	stop := hammer(t, echo)
 	defer stop()
 	many := func(n int, path string) (string, error) {
@@ -323,7 +322,7 @@ func TestMountQuota(t *testing.T) {
 	e := newTestEngine(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "old.bin"), make([]byte, 256<<10), 0o644)
-	p := connect(t, e, "escape", config.Plugin{Name: "quota", Mounts: []config.Mount{{Guest: "/out", Host: dir, ReadWrite: true, Quota: 1 << 20}}}, nil)
+	p := connect(t, e, "escape", Manifest{Name: "quota", Capabilities: Capabilities{Mounts: []Mount{{Guest: "/out", Host: dir, Mode: MountReadWrite, Quota: 1 << 20}}}}, nil)
 	call := func(tool, path string, size int) (string, error) {
 		res, err := p.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"path": path, "size": strconv.Itoa(size)}})
 		return resultText(res), err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 	"go.uber.org/goleak"
 )
@@ -57,7 +56,7 @@ type tbWriter struct{ tb testing.TB }
 func (w *tbWriter) Write(p []byte) (int, error) { w.tb.Log(string(p)); return len(p), nil }
 
 // connect builds and connects a plugin for the fixture with cfg's limits.
-func connect(tb testing.TB, e *Engine, name string, cfg config.Plugin, opts *PluginOptions) *Plugin {
+func connect(tb testing.TB, e *Engine, name string, cfg Manifest, opts *PluginOptions) *Plugin {
 	tb.Helper()
 	if cfg.Name == "" {
 		cfg.Name = name

@@ -2,85 +2,29 @@ package sandbox
 
 import (
 	"context"
-	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"reflect"
-	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
 
 var bgCtx = context.Background()
 
-// Defaults for a [plugins.NAME] table's unset limits.
-const (
-	// DefaultMemory caps a plugin's linear memory when memory is unset:
-	// 256 MiB (4096 pages), room for a Go plugin (≈3.2 MiB to start) to parse
-	// and build sizeable documents, while N instances of a runaway plugin
-	// stay bounded at N × 256 MiB. The same cap applies to the instance's
-	// Extism kernel memory (wazero's limit is per runtime).
-	DefaultMemory = 256 << 20
-
-	// DefaultMaxOutput caps one result (max_output unset): 4 MiB.
-	DefaultMaxOutput = 4 << 20
-
-	// DefaultMaxOpenFiles caps the files one instance may hold open in its
-	// mounts (max_open_files unset): 128. The host-wide worst case is the
-	// sum over plugins of max_open_files × instances.
-	DefaultMaxOpenFiles = 128
-
-	// DefaultMaxHTTPRequests caps one call's http_request calls
-	// (max_http_requests unset): 64.
-	DefaultMaxHTTPRequests = 64
-
-	// DefaultMaxHTTPBytes caps the response bodies one call reads through
-	// http_request, in all (max_http_bytes unset): 64 MiB. One body is
-	// also capped at a quarter of the memory cap.
-	DefaultMaxHTTPBytes = 64 << 20
-
-	// PageSize is the WebAssembly page size: memory caps are rounded up to
-	// whole pages.
-	PageSize = 65536
-
-	// ProtocolVersion is the MCP revision a plugin's InitializeResult
-	// reports: plugins speak MCP result shapes, not the handshake.
-	ProtocolVersion = "2025-11-25"
-)
-
-// DefaultInstances is the pool size when instances is unset:
-// runtime.NumCPU(). Instances are created lazily — one is warmed by Connect,
-// more only while calls overlap — so an idle or sequential plugin costs one
-// instance (≈4 MiB RSS for a Go plugin), while concurrent calls (an agent's
-// parallel tool calls, a tool waiting on HTTP) are not queued behind one
-// another. A plugin whose tools rely on sharing global state across calls
-// should set instances = 1.
-func DefaultInstances() int { return runtime.NumCPU() }
-
-// PluginOptions configures a Plugin. The zero value is valid.
+// PluginOptions configures how a Plugin is run by this process (the
+// Manifest says what the plugin is and may do). The zero value is valid.
 type PluginOptions struct {
-	// DefaultTimeout is the per-call deadline when the plugin's own timeout
-	// is unset ([host] call_timeout). Zero means config.DefaultCallTimeout.
-	DefaultTimeout time.Duration
-
 	// Logger receives the plugin's logs: its stdout and stderr lines and its
 	// log_* calls (bounded: see guestlog.go), and sandbox's own messages
 	// about it. The host passes a logger already named for the plugin. Nil
@@ -127,9 +71,8 @@ const (
 //
 // Every operation is one call of a guest export on an instance from the
 // plugin's pool, under a deadline: the caller's (the host gives every call
-// one, see host.Host.CallTool) or, when ctx has none, the plugin's timeout
-// (else PluginOptions.DefaultTimeout, else config.DefaultCallTimeout) from
-// when the call gets an instance. The wazero runtime is built with
+// one, see host.Host.CallTool) or, when ctx has none, Manifest.Timeout
+// (default DefaultTimeout) from when the call gets an instance. The wazero runtime is built with
 // close-on-context-done, so a guest still running at the deadline is
 // stopped (its module closed) rather than left spinning, and the call
 // returns an error wrapping transport.ErrTimeout and
@@ -138,7 +81,7 @@ const (
 // the next call gets a new one.
 type Plugin struct {
 	e         *Engine
-	cfg       config.Plugin
+	m         Manifest
 	name      string
 	logger    hclog.Logger
 	glog      *guestLog
@@ -199,55 +142,43 @@ var (
 	_ transport.SizedCaller = (*Plugin)(nil)
 )
 
-func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
+func newPlugin(e *Engine, m *Manifest, opts *PluginOptions) *Plugin {
 	if opts == nil {
 		opts = &PluginOptions{}
 	}
-	p := &Plugin{e: e, cfg: *cfg, name: cfg.Name}
+	p := &Plugin{e: e, m: *m, name: m.Name}
 	p.logger = opts.Logger
 	if p.logger == nil {
-		p.logger = e.logger.Named(cfg.Name)
+		p.logger = e.logger.Named(m.Name)
 	}
 	p.glog = &guestLog{logger: p.logger}
 	p.lazy, p.refresh = opts.LazyInstances, opts.RefreshToolCache
-	switch {
-	case cfg.Timeout > 0:
-		p.timeout = cfg.Timeout.Std()
-	case opts.DefaultTimeout > 0:
-		p.timeout = opts.DefaultTimeout
-	default:
-		p.timeout = config.DefaultCallTimeout
+	p.timeout = m.Timeout
+	if p.timeout <= 0 {
+		p.timeout = DefaultTimeout
 	}
-	mem := int64(cfg.Memory)
-	if mem <= 0 {
-		mem = DefaultMemory
-	}
-	pages := (mem + PageSize - 1) / PageSize
-	if pages > 65536 {
-		pages = 65536
-	}
-	p.memPages = uint32(pages)
-	memBytes := pages * PageSize
+	p.memPages = m.pages()
+	memBytes := int64(p.memPages) * PageSize
 	p.maxInput = memBytes / 2
 	p.maxHTTP = memBytes / 4
-	p.maxHTTPRequests = cfg.MaxHTTPRequests
+	p.maxHTTPRequests = m.MaxHTTPRequests
 	if p.maxHTTPRequests <= 0 {
 		p.maxHTTPRequests = DefaultMaxHTTPRequests
 	}
-	p.maxHTTPBytes = int64(cfg.MaxHTTPBytes)
+	p.maxHTTPBytes = m.MaxHTTPBytes
 	if p.maxHTTPBytes <= 0 {
 		p.maxHTTPBytes = DefaultMaxHTTPBytes
 	}
-	p.maxOutput = int64(cfg.MaxOutput)
+	p.maxOutput = m.MaxOutput
 	if p.maxOutput <= 0 {
 		p.maxOutput = DefaultMaxOutput
 	}
-	p.size = cfg.Instances
+	p.size = m.Instances
 	if p.size <= 0 {
 		p.size = DefaultInstances()
 	}
-	p.fresh = cfg.Isolation == "fresh"
-	p.maxFiles = int64(cfg.MaxOpenFiles)
+	p.fresh = m.Isolation == IsolationFresh
+	p.maxFiles = int64(m.MaxOpenFiles)
 	if p.maxFiles <= 0 {
 		p.maxFiles = DefaultMaxOpenFiles
 	}
@@ -256,7 +187,7 @@ func newPlugin(e *Engine, cfg *config.Plugin, opts *PluginOptions) *Plugin {
 	return p
 }
 
-// Name returns the plugin's name from its config table.
+// Name returns the plugin's name (Manifest.Name).
 func (p *Plugin) Name() string { return p.name }
 
 // ABI returns the detected ABI ("" before Connect succeeded).
@@ -349,29 +280,32 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	if _, ok := os.LookupEnv("EXTISM_ENABLE_WASI_OUTPUT"); ok {
 		return nil, p.errorf("EXTISM_ENABLE_WASI_OUTPUT is set: the Extism go-sdk would then write guest output to the process's stdout, which must carry only protocol; unset it: %w", transport.ErrStart)
 	}
-	b, err := os.ReadFile(p.cfg.Path)
+	if err := p.m.Validate(); err != nil {
+		return nil, p.errorf("%w: %w", err, transport.ErrStart)
+	}
+	b, err := os.ReadFile(p.m.Path)
 	if err != nil {
 		return nil, p.errorf("reading module: %w: %w (check path in [plugins.%s])", err, transport.ErrStart, p.name)
 	}
 	sum := sha256.Sum256(b)
 	digest := hex.EncodeToString(sum[:])
-	if pin := strings.ToLower(strings.TrimSpace(p.cfg.SHA256)); pin != "" && pin != digest {
-		return nil, p.errorf("%s has sha256 %s, the config pins %s: %w: %w; rebuild or re-download the plugin, or update sha256 if the new file is trusted", p.cfg.Path, digest, pin, ErrChecksum, transport.ErrStart)
+	if pin := strings.ToLower(strings.TrimSpace(p.m.SHA256)); pin != "" && pin != digest {
+		return nil, p.errorf("%s has sha256 %s, the config pins %s: %w: %w; rebuild or re-download the plugin, or update sha256 if the new file is trusted", p.m.Path, digest, pin, ErrChecksum, transport.ErrStart)
 	}
 	mod, err := wasmfile.Parse(b)
 	if err != nil {
-		return nil, p.errorf("%s: %v: %w: %w", p.cfg.Path, err, ErrABI, transport.ErrInitialize)
+		return nil, p.errorf("%s: %v: %w: %w", p.m.Path, err, ErrABI, transport.ErrInitialize)
 	}
 	abi, err := detectABI(mod)
 	if err != nil {
-		return nil, p.errorf("%s: %w: %w", p.cfg.Path, err, transport.ErrInitialize)
+		return nil, p.errorf("%s: %w: %w", p.m.Path, err, transport.ErrInitialize)
 	}
 	if mod.HasMemory && mod.MemMin > uint64(p.memPages) {
 		return nil, p.errorf("memory cap %d pages (%s) is below the module's declared minimum of %d pages (%s, from its memory section); set memory >= %s: %w: %w",
 			p.memPages, pagesSize(uint64(p.memPages)), mod.MemMin, pagesSize(mod.MemMin), pagesSize(mod.MemMin), ErrMemoryLimit, transport.ErrInitialize)
 	}
-	if len(p.cfg.AllowedHosts) > 0 {
-		pol, err := newHTTPPolicy(p.cfg.AllowedHosts)
+	if len(p.m.Hosts) > 0 {
+		pol, err := newHTTPPolicy(p.m.Hosts)
 		if err != nil {
 			return nil, p.errorf("%v: %w", err, transport.ErrStart)
 		}
@@ -379,8 +313,8 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	} else {
 		p.httpPolicy = &httpPolicy{}
 	}
-	if len(p.cfg.Mounts) > 0 {
-		ms, err := newMounts(p.cfg.Mounts)
+	if len(p.m.Mounts) > 0 {
+		ms, err := newMounts(p.m.Mounts)
 		if err != nil {
 			return nil, p.errorf("allowed_paths: %v (each mount must be an existing host directory): %w", err, transport.ErrStart)
 		}
@@ -388,7 +322,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	}
 
 	if p.e.tools != nil && p.onConfigGet == nil && !p.probe {
-		key := p.toolCacheKey(digest, abi)
+		key := p.m.toolCacheKey(digest, abi)
 		if !p.refresh {
 			if tools := p.e.tools.get(p, key, digest); tools != nil {
 				return p.connectCached(b, abi, mod, digest, tools), nil
@@ -470,106 +404,16 @@ func (p *Plugin) initResult(abi ABI, mod *wasmfile.Module, digest string) *mcp.I
 
 // warmContext bounds the warm-up of a plugin's first instance: by ctx's own
 // deadline when it has one (the host sets startup_timeout), else by the
-// longer of config.DefaultStartupTimeout and the per-call timeout.
+// longer of DefaultStartTimeout and the per-call timeout.
 func warmContext(ctx context.Context, callTimeout time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, max(config.DefaultStartupTimeout, callTimeout))
+	return context.WithTimeout(ctx, max(DefaultStartTimeout, callTimeout))
 }
 
 func pagesSize(pages uint64) string {
-	return config.Size(pages * PageSize).String()
-}
-
-func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*extism.CompiledPlugin, error) {
-	rc := wazero.NewRuntimeConfig().
-		WithCompilationCache(p.e.cache).
-		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(pages)
-	manifest := extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
-		Memory: &extism.ManifestMemory{
-			MaxPages:             pages,
-			MaxHttpResponseBytes: p.maxHTTP,
-			MaxVarBytes:          maxVarBytes,
-		},
-	}
-	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
-	if err != nil {
-		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1 and extism:host/env): %w: %w", p.cfg.Path, err, ErrABI, transport.ErrInitialize)
-	}
-	// The kernel host module goes into the plugin's own runtime, before any
-	// instance imports it (instantiation resolves the imports).
-	rt, err := unexported[wazero.Runtime](reflect.ValueOf(compiled).Elem(), "runtime")
-	if err == nil {
-		_, err = hostModule(rt).Instantiate(ctx)
-	}
-	if err != nil {
-		_ = compiled.Close(bgCtx)
-		return nil, p.errorf("building the kernel host module: %v: %w", err, transport.ErrInitialize)
-	}
-	return compiled, nil
-}
-
-// measureMemory finds, by trying, how many pages the module grows to while
-// initializing and answering its list export with no memory cap (wazero's
-// experimental memory allocator hook records the largest linear memory).
-func (p *Plugin) measureMemory(ctx context.Context, wasm []byte, abi ABI) (uint64, error) {
-	cfg := p.cfg
-	cfg.Memory = config.Size(65536 * PageSize)
-	probe := newPlugin(p.e, &cfg, &PluginOptions{Logger: hclog.NewNullLogger(), DefaultTimeout: p.timeout})
-	defer probe.closeCancel()
-	probe.mounts, probe.httpPolicy, probe.abi, probe.probe = p.mounts, &httpPolicy{}, abi, true
-	compiled, err := probe.compile(ctx, wasm, 65536)
-	if err != nil {
-		return 0, err
-	}
-	defer compiled.Close(bgCtx)
-	probe.compiled = compiled
-	var peak atomic.Uint64
-	tctx, cancel := context.WithTimeout(withPeakAllocator(ctx, &peak), p.timeout)
-	defer cancel()
-	in, err := probe.newInstance(tctx)
-	if err != nil {
-		return 0, err
-	}
-	defer in.close()
-	if _, err := probe.listOnce(tctx, ctx, in, ""); err != nil {
-		return 0, err
-	}
-	return (peak.Load() + PageSize - 1) / PageSize, nil
-}
-
-// detectABI chooses the ABI from the module's exports.
-func detectABI(m *wasmfile.Module) (ABI, error) {
-	has := func(n string) bool { _, ok := m.Exports[n]; return ok }
-	var abi ABI
-	var required, optional []string
-	switch {
-	case has("describe") && has("call"):
-		abi, required = ABIv1, []string{"describe", "call"}
-	case has("list_tools") && has("call_tool"):
-		abi, required = ABIv2, []string{"list_tools", "call_tool"}
-		optional = []string{"list_resources", "list_resource_templates", "read_resource", "list_prompts", "get_prompt", "complete"}
-	default:
-		names := make([]string, 0, len(m.Exports))
-		for n := range m.Exports {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return "", fmt.Errorf("%w: the module exports functions %v; a plugin must export list_tools and call_tool (hyper-mcp v2) or describe and call (mcp.run v1), see docs/PLUGIN-ABI.md", ErrABI, names)
-	}
-	for _, n := range append(required, optional...) {
-		t, ok := m.Exports[n]
-		if !ok {
-			continue
-		}
-		if len(t.Params) != 0 || len(t.Results) > 1 || len(t.Results) == 1 && t.Results[0] != wasmfile.ValI32 {
-			return "", fmt.Errorf("%w: export %q has signature %v, want () -> (i32)", ErrABI, n, t)
-		}
-	}
-	return abi, nil
+	return formatSize(int64(pages) * PageSize)
 }
 
 func (p *Plugin) listExport() string {
@@ -578,297 +422,6 @@ func (p *Plugin) listExport() string {
 	}
 	return "list_tools"
 }
-
-// instance is one instantiation of the module with its Go Extism kernel.
-// It runs one call at a time; all its fields are used by that call's
-// goroutine only.
-type instance struct {
-	p      *Plugin
-	ext    *extism.Plugin
-	stdout *lineWriter
-	stderr *lineWriter
-
-	// mod is the guest module and fns its exports, looked up once each.
-	mod api.Module
-	fns map[string]api.Function
-	k   *kernel
-
-	lim     *instLimits
-	export  string // the export being called
-	tooBig  int64  // size of an output or call_tool error over max_output
-	callCtx context.Context
-	fault   error
-	errMsg  string
-	broken  bool
-
-	vars        map[string][]byte
-	varBytes    int
-	httpStatus  int32
-	httpHeaders map[string]string
-	httpCount   int   // http_requests of the current call
-	httpBytes   int64 // response body bytes of the current call
-}
-
-func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
-	in := &instance{p: p}
-	in.stdout = &lineWriter{log: p.glog, stream: "stdout", level: hclog.Info}
-	in.stderr = &lineWriter{log: p.glog, stream: "stderr", level: hclog.Info, keep: true}
-	mc := wazero.NewModuleConfig().
-		WithStdout(in.stdout).
-		WithStderr(in.stderr).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(in.sleep).
-		WithRandSource(crand.Reader)
-	in.lim = &instLimits{maxFiles: p.maxFiles}
-	if len(p.mounts) > 0 {
-		mc = mc.WithFSConfig(fsConfig(p.mounts, in.lim))
-	}
-	compiled, err := p.compiledPlugin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ictx := ctx
-	if !p.probe {
-		ictx = withReservedMemory(ctx)
-	}
-	ext, err := compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, p.ctxError(ctx, nil, "instantiate")
-		}
-		return nil, p.errorf("instantiating: %v: %w", err, transport.ErrInitialize)
-	}
-	in.ext = ext
-	in.k = newKernel(uint64(p.memPages) * PageSize)
-	in.fns = make(map[string]api.Function, 4)
-	mod, err := guestModule(ext)
-	if err == nil {
-		in.mod = mod
-		err = in.initialize(ctx)
-	}
-	if err != nil {
-		in.close()
-		return nil, err
-	}
-	return in, nil
-}
-
-// guestModule returns the go-sdk plugin's main module instance.
-func guestModule(ext *extism.Plugin) (api.Module, error) {
-	m, err := unexported[api.Module](reflect.ValueOf(ext).Elem(), "mainModule")
-	if err == nil && m == nil {
-		err = errors.New("the go-sdk plugin has no main module")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %v: %w", err, transport.ErrInitialize)
-	}
-	return m, nil
-}
-
-// unexported reads field name of the go-sdk struct v. The go-sdk (v1.7.1,
-// pinned in go.mod) keeps the wazero runtime of a CompiledPlugin and the
-// guest module of a Plugin in unexported fields and offers no accessor;
-// reaching them is what lets a call be one Go→Wasm entry into the guest's
-// export with a kernel in Go (see docs/RATIONALE.md). A go-sdk without the
-// fields fails every Connect with this error (and TestGuestModule).
-func unexported[T any](v reflect.Value, name string) (T, error) {
-	var zero T
-	f := v.FieldByName(name)
-	if !f.IsValid() || f.Type() != reflect.TypeFor[T]() {
-		return zero, fmt.Errorf("the Extism go-sdk has no field %s of type %v (go-sdk version changed?)", name, reflect.TypeFor[T]())
-	}
-	t, _ := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(T)
-	return t, nil
-}
-
-// initialize runs the guest runtime's initialisation once, as the go-sdk
-// does before an instance's first call (runtime.go): a WASI reactor's
-// _initialize, then hs_init(0, 0) for a Haskell module, or a command's
-// __wasm_call_ctors when there is no _initialize.
-func (in *instance) initialize(ctx context.Context) error {
-	var steps [][]uint64
-	var names []string
-	if in.mod.ExportedFunction("_initialize") != nil {
-		names, steps = append(names, "_initialize"), append(steps, nil)
-	} else if in.mod.ExportedFunction("__wasm_call_ctors") != nil && in.mod.ExportedFunction("hs_init") == nil {
-		names, steps = append(names, "__wasm_call_ctors"), append(steps, nil)
-	}
-	if in.mod.ExportedFunction("hs_init") != nil {
-		names, steps = append(names, "hs_init"), append(steps, []uint64{0, 0})
-	}
-	for i, name := range names {
-		in.k.reset()
-		in.callCtx = ctx
-		_, err := in.enter(ctx, name, steps[i])
-		in.callCtx = nil
-		if err != nil {
-			return in.classify(ctx, nil, name, err)
-		}
-	}
-	return nil
-}
-
-// enter calls export name of the guest: the one Go→Wasm entry of a call.
-// Its deadline is enforced by wazero's close-on-context-done (the runtime
-// is built with it), which watches ctx for the length of the entry.
-func (in *instance) enter(ctx context.Context, name string, params []uint64) (uint64, error) {
-	f := in.fns[name]
-	if f == nil {
-		f = in.mod.ExportedFunction(name)
-		if f == nil {
-			return 0, fmt.Errorf("unknown function: %s", name)
-		}
-		if n := len(f.Definition().ResultTypes()); n > 1 {
-			return 0, fmt.Errorf("function %s has %d results, expected 0 or 1", name, n)
-		}
-		in.fns[name] = f
-	}
-	var st [2]uint64
-	copy(st[:], params)
-	cc := &callCtx{Context: ctx, in: in}
-	err := f.CallWithStack(cc, st[:])
-	rc := st[0]
-	if len(f.Definition().ResultTypes()) == 0 {
-		rc = 0
-	}
-	// A guest that exits (WASI proc_exit) ends the call: exit code 0 is a
-	// success, as in the go-sdk.
-	var exit *sys.ExitError
-	if errors.As(err, &exit) {
-		rc = uint64(exit.ExitCode())
-		if exit.ExitCode() == 0 && ctx.Err() == nil {
-			err = nil
-		}
-	}
-	return rc, err
-}
-
-// sleep is the guest's nanosleep (WASI poll_oneoff on a clock): a real
-// sleep, cut short when the call's context is done so a sleeping guest does
-// not outlive its deadline.
-func (in *instance) sleep(ns int64) {
-	if ns <= 0 || in.callCtx == nil {
-		return
-	}
-	t := time.NewTimer(time.Duration(ns))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-in.callCtx.Done():
-	}
-}
-
-func (in *instance) close() {
-	if in.ext != nil {
-		_ = in.ext.Close(bgCtx)
-	}
-	if in.k != nil {
-		in.k.release()
-	}
-}
-
-// call runs export fn with input on the instance and classifies the
-// outcome. ctx carries the call's deadline; parent is the caller's context.
-// The output is a view of the instance's kernel memory, valid until the
-// instance's next call: use it before releasing the instance.
-func (in *instance) call(ctx, parent context.Context, fn string, input []byte) ([]byte, error) {
-	p := in.p
-	in.callCtx = ctx
-	in.fault, in.errMsg = nil, ""
-	in.stderr.reset()
-	in.lim.take()
-	in.export, in.tooBig, in.httpCount, in.httpBytes = fn, 0, 0, 0
-	var rc uint64
-	var err error
-	if in.mod.IsClosed() {
-		err = errors.New("module is closed")
-	} else if !in.k.setInput(input) {
-		// maxInput is half the cap: only a kernel memory that cannot be
-		// reserved gets here.
-		in.broken = true
-		in.callCtx = nil
-		return nil, p.errorf("%s: request of %d bytes does not fit in the Extism kernel memory (cap %s): %w", fn, len(input), pagesSize(uint64(p.memPages)), ErrMemoryLimit)
-	} else {
-		rc, err = in.enter(ctx, fn, nil)
-		// A guest that exited (proc_exit) closed its module: even a
-		// successful call leaves the instance unusable.
-		in.broken = in.broken || in.mod.IsClosed()
-	}
-	in.callCtx = nil
-	if in.tooBig > 0 && ctx.Err() == nil && in.fault == nil {
-		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for [plugins.%s] or ask for less", fn, in.tooBig, p.maxOutput, transport.ErrOutputTooLarge, p.name)
-	}
-	if lerr := in.lim.take(); lerr != nil && ctx.Err() == nil {
-		in.broken = true
-		return nil, p.errorf("%s: %w; the instance was discarded; raise the limit in [plugins.%s] if the tool legitimately needs more", fn, lerr, p.name)
-	}
-	if err != nil {
-		return nil, in.classify(ctx, parent, fn, err)
-	}
-	if in.errMsg != "" {
-		return nil, &guestError{plugin: p.name, export: fn, msg: in.errMsg, rc: int32(rc)}
-	}
-	if rc != 0 {
-		return nil, p.errorf("%s returned %d without setting an error (error_set): %w", fn, int32(rc), ErrGuest)
-	}
-	out, _ := in.k.bytes(in.k.out, in.k.outLen)
-	if int64(len(out)) > p.maxOutput {
-		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for [plugins.%s] or ask for less", fn, len(out), p.maxOutput, transport.ErrOutputTooLarge, p.name)
-	}
-	return out, nil
-}
-
-// classify maps the error of a guest entry that failed to the call's error
-// and marks the instance broken.
-func (in *instance) classify(ctx, parent context.Context, fn string, err error) error {
-	p := in.p
-	in.broken = true
-	switch {
-	case ctx.Err() != nil:
-		return p.ctxError(ctx, parent, fn)
-	case in.fault != nil:
-		return p.errorf("%s: %w", fn, in.fault)
-	}
-	if p.isClosed() {
-		return p.errorf("%s: %w", fn, transport.ErrClosed)
-	}
-	tail := in.stderr.lines()
-	if outOfMemory(tail) {
-		return p.errorf("%s: the guest ran out of memory under its cap of %d pages (%s) (%s); raise memory if the tool legitimately needs more: %w",
-			fn, p.memPages, pagesSize(uint64(p.memPages)), firstNonEmpty(panicLine(tail), err.Error()), ErrMemoryLimit)
-	}
-	msg := panicLine(tail)
-	if msg == "" {
-		msg = firstLine(err.Error())
-	}
-	return p.errorf("%s: %s: %w; the instance was discarded", fn, msg, ErrTrap)
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// guestError is a failure the guest reported with error_set.
-type guestError struct {
-	plugin, export, msg string
-	rc                  int32
-}
-
-func (e *guestError) Error() string {
-	return fmt.Sprintf("sandbox: plugin %q: %s failed: %s", e.plugin, e.export, e.msg)
-}
-func (e *guestError) Unwrap() error { return ErrGuest }
 
 // ctxError explains why ctx (the call's context, derived from parent) is
 // done.
@@ -895,124 +448,6 @@ func (p *Plugin) isClosed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.state == stateClosed
-}
-
-// invoke runs one guest export with the enforced deadline on a pooled (or
-// fresh) instance, and hands its output to use before the instance goes
-// back to the pool: out is a view of the instance's kernel memory, valid
-// only during use. It returns the call's error, else use's.
-func (p *Plugin) invoke(parent context.Context, fn string, input []byte, use func(out []byte) error) error {
-	p.mu.Lock()
-	switch p.state {
-	case stateReady:
-	case stateClosed:
-		p.mu.Unlock()
-		return p.errorf("%s: %w", fn, transport.ErrClosed)
-	default:
-		p.mu.Unlock()
-		return p.errorf("%s: %w", fn, transport.ErrNotConnected)
-	}
-	p.ops.Add(1)
-	p.mu.Unlock()
-	defer p.ops.Done()
-
-	if int64(len(input)) > p.maxInput {
-		return p.errorf("%s: request of %d bytes exceeds the input limit of %d bytes (half the memory cap of %s; the Extism kernel would silently drop it): %w",
-			fn, len(input), p.maxInput, pagesSize(uint64(p.memPages)), ErrInputTooLarge)
-	}
-	// Waiting for a free instance is bounded by the caller's deadline and
-	// by Close (every running call is bounded by its timeout, so the queue
-	// drains); the plugin timeout starts once the call has an instance slot.
-	if err := p.wait(parent, parent, fn); err != nil {
-		return err
-	}
-	// The caller's deadline, when it has one, is the call's (the host sets
-	// one per call); else the plugin timeout, from here.
-	var ctx context.Context
-	var cancel context.CancelFunc
-	if _, ok := parent.Deadline(); ok {
-		ctx, cancel = context.WithCancel(parent) // for Close, below
-	} else {
-		ctx, cancel = context.WithTimeout(parent, p.timeout)
-	}
-	defer cancel()
-	stop := context.AfterFunc(p.closeCtx, cancel)
-	defer stop()
-
-	in, err := p.acquire(ctx, parent, fn)
-	if err != nil {
-		return err
-	}
-	out, err := in.call(ctx, parent, fn, input)
-	if err == nil {
-		err = use(out)
-	}
-	p.release(in)
-	return err
-}
-
-// wait takes an instance slot (p.sem), waiting at most until ctx is done.
-func (p *Plugin) wait(ctx, parent context.Context, fn string) error {
-	select {
-	case p.sem <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case p.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-	case <-p.closeCtx.Done():
-	}
-	switch {
-	case p.isClosed():
-		return p.errorf("%s: %w", fn, transport.ErrClosed)
-	case errors.Is(parent.Err(), context.Canceled):
-		return p.errorf("%s: call cancelled by the caller while waiting for a free instance: %w", fn, context.Canceled)
-	}
-	return p.errorf("%s: all %d instances stayed busy until the caller's deadline: %w: %w; raise instances in [plugins.%s] or the caller's deadline",
-		fn, p.size, ErrBusy, context.DeadlineExceeded, p.name)
-}
-
-// acquire returns an instance for a call that holds a slot (p.sem); on
-// error it gives the slot back.
-func (p *Plugin) acquire(ctx, parent context.Context, fn string) (*instance, error) {
-	if !p.fresh {
-		p.mu.Lock()
-		if n := len(p.idle); n > 0 {
-			in := p.idle[n-1]
-			p.idle = p.idle[:n-1]
-			p.mu.Unlock()
-			return in, nil
-		}
-		p.mu.Unlock()
-	}
-	in, err := p.newInstance(ctx)
-	if err != nil {
-		<-p.sem
-		return nil, err
-	}
-	return in, nil
-}
-
-func (p *Plugin) release(in *instance) {
-	keep := !p.fresh && !in.broken
-	if keep {
-		p.mu.Lock()
-		if p.state == stateClosed {
-			keep = false
-		} else {
-			p.idle = append(p.idle, in)
-		}
-		p.mu.Unlock()
-	}
-	if !keep {
-		in.close()
-		if in.broken {
-			p.logger.Debug("instance discarded")
-		}
-	}
-	<-p.sem
 }
 
 // Close closes the plugin: calls in flight are stopped (their guests are

@@ -13,14 +13,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
 )
 
 func TestCounterIsolation(t *testing.T) {
 	e := newTestEngine(t)
-	pooled := connect(t, e, "counter", config.Plugin{Instances: 1}, nil)
-	fresh := connect(t, e, "counter", config.Plugin{Name: "counter-fresh", Isolation: "fresh", Instances: 1}, nil)
+	pooled := connect(t, e, "counter", Manifest{Instances: 1}, nil)
+	fresh := connect(t, e, "counter", Manifest{Name: "counter-fresh", Isolation: "fresh", Instances: 1}, nil)
 	for i, want := range []string{"1", "2", "3"} {
 		if got := callText(t, pooled, "incr", nil); got != want {
 			t.Errorf("pooled call %d = %s, want %s", i, got, want)
@@ -33,7 +32,7 @@ func TestCounterIsolation(t *testing.T) {
 
 func TestV1(t *testing.T) {
 	e := newTestEngine(t)
-	p := connect(t, e, "v1", config.Plugin{}, nil)
+	p := connect(t, e, "v1", Manifest{}, nil)
 	if p.ABI() != ABIv1 {
 		t.Fatalf("ABI %q", p.ABI())
 	}
@@ -54,15 +53,15 @@ func TestEchoOperations(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: &lockedWriter{w: &logs, mu: &mu}})
-	p := connect(t, e, "echo", config.Plugin{Config: map[string]string{"secret": "for-echo-only"}}, &PluginOptions{Logger: logger})
-	other := connect(t, e, "counter", config.Plugin{}, nil)
+	p := connect(t, e, "echo", Manifest{Config: map[string]string{"secret": "for-echo-only"}}, &PluginOptions{Logger: logger})
+	other := connect(t, e, "counter", Manifest{}, nil)
 	_ = other
 	ctx := context.Background()
 
 	if got := callText(t, p, "config", map[string]any{"key": "secret"}); got != "for-echo-only" {
 		t.Errorf("config = %q", got)
 	}
-	other2 := connect(t, e, "echo", config.Plugin{Name: "echo2"}, nil)
+	other2 := connect(t, e, "echo", Manifest{Name: "echo2"}, nil)
 	if got := callText(t, other2, "config", map[string]any{"key": "secret"}); got != "<missing>" {
 		t.Errorf("config leaked to another plugin: %q", got)
 	}
@@ -142,16 +141,16 @@ func TestConnectErrors(t *testing.T) {
 	os.WriteFile(notWasm, []byte("hello"), 0o644)
 	for _, tt := range []struct {
 		name string
-		cfg  config.Plugin
+		cfg  Manifest
 		want []error
 		msg  string
 	}{
-		{"missing", config.Plugin{Path: filepath.Join(dir, "nope.wasm")}, []error{transport.ErrStart}, ""},
-		{"checksum", config.Plugin{Path: echo, SHA256: strings.Repeat("0", 64)}, []error{ErrChecksum, transport.ErrStart}, ""},
-		{"no-abi", config.Plugin{Path: noABI}, []error{ErrABI, transport.ErrInitialize}, "exports functions []"},
-		{"not-wasm", config.Plugin{Path: notWasm}, []error{ErrABI}, ""},
-		{"memory-below-declared", config.Plugin{Path: echo, Memory: 1 << 20}, []error{ErrMemoryLimit, transport.ErrInitialize}, "declared minimum"},
-		{"memory-below-needed", config.Plugin{Path: echo, Memory: 37 * PageSize}, []error{ErrMemoryLimit, transport.ErrInitialize}, "measured by trying"},
+		{"missing", Manifest{Path: filepath.Join(dir, "nope.wasm")}, []error{transport.ErrStart}, ""},
+		{"checksum", Manifest{Path: echo, SHA256: strings.Repeat("0", 64)}, []error{ErrChecksum, transport.ErrStart}, ""},
+		{"no-abi", Manifest{Path: noABI}, []error{ErrABI, transport.ErrInitialize}, "exports functions []"},
+		{"not-wasm", Manifest{Path: notWasm}, []error{ErrABI}, ""},
+		{"memory-below-declared", Manifest{Path: echo, Capabilities: Capabilities{Memory: 1 << 20}}, []error{ErrMemoryLimit, transport.ErrInitialize}, "declared minimum"},
+		{"memory-below-needed", Manifest{Path: echo, Capabilities: Capabilities{Memory: 37 * PageSize}}, []error{ErrMemoryLimit, transport.ErrInitialize}, "measured by trying"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.Name = tt.name
@@ -179,7 +178,7 @@ func TestEngineCloseOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := e.Plugin(&config.Plugin{Name: "echo", Path: fixture(t, "echo")}, nil)
+	p := e.Plugin(&Manifest{Name: "echo", Path: fixture(t, "echo")}, nil)
 	if _, err := p.Connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +189,7 @@ func TestEngineCloseOrder(t *testing.T) {
 	if got := callText(t, p, "echo", map[string]any{"text": "x"}); got != "x" {
 		t.Fatalf("after Engine.Close: %q", got)
 	}
-	p2 := e.Plugin(&config.Plugin{Name: "echo2", Path: fixture(t, "echo")}, nil)
+	p2 := e.Plugin(&Manifest{Name: "echo2", Path: fixture(t, "echo")}, nil)
 	if _, err := p2.Connect(context.Background()); !errors.Is(err, transport.ErrClosed) {
 		t.Fatalf("Connect on closed engine: %v", err)
 	}
@@ -205,7 +204,7 @@ func TestConcurrentConnect(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := e.Plugin(&config.Plugin{Name: name, Path: fixture(t, name)}, nil)
+			p := e.Plugin(&Manifest{Name: name, Path: fixture(t, name)}, nil)
 			defer p.Close()
 			if _, err := p.Connect(context.Background()); err != nil {
 				t.Errorf("%s: %v", name, err)
@@ -217,7 +216,7 @@ func TestConcurrentConnect(t *testing.T) {
 
 func TestCloseDuringCall(t *testing.T) {
 	e := newTestEngine(t)
-	p := e.Plugin(&config.Plugin{Name: "loop", Path: fixture(t, "loop")}, nil)
+	p := e.Plugin(&Manifest{Name: "loop", Path: fixture(t, "loop")}, nil)
 	if _, err := p.Connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -263,10 +262,10 @@ func TestInspect(t *testing.T) {
 func TestWarmUpDeadline(t *testing.T) {
 	e := newTestEngine(t)
 	// Shorter than any instantiation: the call timeout must not apply.
-	connect(t, e, "echo", config.Plugin{Name: "tight", Timeout: config.Duration(time.Microsecond)}, nil)
+	connect(t, e, "echo", Manifest{Name: "tight", Timeout: time.Microsecond}, nil)
 
-	connect(t, e, "loop", config.Plugin{}, nil) // compiled once, so the deadline below times the warm-up only
-	p := e.Plugin(&config.Plugin{Name: "hang", Path: fixture(t, "loop"), Timeout: config.Duration(time.Minute), Config: map[string]string{"hang_list": "1"}}, nil)
+	connect(t, e, "loop", Manifest{}, nil) // compiled once, so the deadline below times the warm-up only
+	p := e.Plugin(&Manifest{Name: "hang", Path: fixture(t, "loop"), Timeout: time.Minute, Config: map[string]string{"hang_list": "1"}}, nil)
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

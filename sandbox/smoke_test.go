@@ -3,13 +3,11 @@ package sandbox
 import (
 	"context"
 	"testing"
-
-	"github.com/toolhost/toolhost/config"
 )
 
 func TestSmokeEcho(t *testing.T) {
 	e := newTestEngine(t)
-	p := connect(t, e, "echo", config.Plugin{Config: map[string]string{"echo_prefix": "> "}}, &PluginOptions{Logger: testLogger(t)})
+	p := connect(t, e, "echo", Manifest{Config: map[string]string{"echo_prefix": "> "}}, &PluginOptions{Logger: testLogger(t)})
 	tools, err := p.ListTools(context.Background())
 	if err != nil {
 		t.Fatal(err)

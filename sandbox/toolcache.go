@@ -112,8 +112,12 @@ var buildVersion = sync.OnceValue(func() string {
 	return v + " build " + hex.EncodeToString(h.Sum(nil))[:16]
 })
 
-// toolCacheKey is the key of p's tool list for the module digest and abi.
-func (p *Plugin) toolCacheKey(digest string, abi ABI) string {
+// toolCacheKey is the key of the tool list of the module with digest and
+// abi run under m: of m, only what the guest can observe while listing its
+// tools goes in (its memory in pages, config, mounts, allowed hosts), so
+// the name, the limits of a call and the isolation of instances do not
+// split the cache.
+func (m *Manifest) toolCacheKey(digest string, abi ABI) string {
 	type mount struct{ Guest, Host, Mode string }
 	var k struct {
 		Format  int
@@ -125,10 +129,11 @@ func (p *Plugin) toolCacheKey(digest string, abi ABI) string {
 		Mounts  []mount
 		Hosts   []string
 	}
-	k.Format, k.Module, k.Version, k.ABI, k.Pages = toolCacheFormat, digest, buildVersion(), abi, p.memPages
-	k.Config, k.Hosts = p.cfg.Config, p.cfg.AllowedHosts
-	for _, m := range p.cfg.Mounts {
-		k.Mounts = append(k.Mounts, mount{m.Guest, m.Host, fmt.Sprint(m.ReadWrite)})
+	k.Format, k.Module, k.Version, k.ABI, k.Pages = toolCacheFormat, digest, buildVersion(), abi, m.pages()
+	k.Config, k.Hosts = m.Config, m.Hosts
+	for _, mt := range m.Mounts {
+		// The mode as the key had it before the Manifest: "true" for rw.
+		k.Mounts = append(k.Mounts, mount{mt.Guest, mt.Host, fmt.Sprint(mt.Mode == MountReadWrite)})
 	}
 	b, _ := json.Marshal(k) // map keys sorted: canonical
 	sum := sha256.Sum256(b)

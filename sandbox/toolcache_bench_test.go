@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
@@ -22,7 +21,7 @@ import (
 func BenchmarkConnectToolCache(b *testing.B) {
 	path := wasmbuild.Build(b, filepath.Join(testutil.Root(), "plugins"), "./jq")
 	dir := testCacheDir(b)
-	cfg := &config.Plugin{Name: "jq", Path: path}
+	cfg := &Manifest{Name: "jq", Path: path}
 	connect := func(b *testing.B, eo *EngineOptions, po *PluginOptions, call bool) {
 		e, err := NewEngine(eo)
 		if err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -33,7 +32,7 @@ func toolCacheEngine(t *testing.T) *Engine {
 
 // connectFrom connects a plugin for cfg (a copy) and reports whether its
 // tools came from the tool-list cache (nothing compiled).
-func connectFrom(t *testing.T, e *Engine, cfg config.Plugin, opts *PluginOptions) (p *Plugin, cached bool) {
+func connectFrom(t *testing.T, e *Engine, cfg Manifest, opts *PluginOptions) (p *Plugin, cached bool) {
 	t.Helper()
 	p = e.Plugin(&cfg, opts)
 	if _, err := p.Connect(context.Background()); err != nil {
@@ -69,7 +68,7 @@ func entryPath(e *Engine, p *Plugin) string {
 // instance, and compiles at its first call.
 func TestToolCacheHit(t *testing.T) {
 	e := toolCacheEngine(t)
-	cfg := config.Plugin{Name: "echo", Path: fixture(t, "echo")}
+	cfg := Manifest{Name: "echo", Path: fixture(t, "echo")}
 	p1, cached := connectFrom(t, e, cfg, nil)
 	if cached {
 		t.Fatal("first Connect used an empty cache")
@@ -108,7 +107,7 @@ func TestToolCacheHit(t *testing.T) {
 // cache compiles and warms one instance in the background.
 func TestToolCacheBackgroundWarm(t *testing.T) {
 	e := toolCacheEngine(t)
-	cfg := config.Plugin{Name: "echo", Path: fixture(t, "echo")}
+	cfg := Manifest{Name: "echo", Path: fixture(t, "echo")}
 	p1, _ := connectFrom(t, e, cfg, nil)
 	toolNames(t, p1)
 	p2, cached := connectFrom(t, e, cfg, nil)
@@ -133,7 +132,7 @@ func TestToolCacheMiss(t *testing.T) {
 	e := toolCacheEngine(t)
 	path := filepath.Join(t.TempDir(), "plugin.wasm")
 	copyFile(t, fixture(t, "echo"), path)
-	cfg := config.Plugin{Name: "p", Path: path}
+	cfg := Manifest{Name: "p", Path: path}
 	p1, _ := connectFrom(t, e, cfg, nil)
 	echoTools := toolNames(t, p1)
 
@@ -175,7 +174,7 @@ func TestToolCacheMiss(t *testing.T) {
 // of a live listing is ignored (Connect lists live) and rewritten.
 func TestToolCacheHostileEntry(t *testing.T) {
 	e := toolCacheEngine(t)
-	cfg := config.Plugin{Name: "echo", Path: fixture(t, "echo")}
+	cfg := Manifest{Name: "echo", Path: fixture(t, "echo")}
 	p, _ := connectFrom(t, e, cfg, nil)
 	want := toolNames(t, p)
 	entry := entryPath(e, p)
@@ -269,7 +268,7 @@ func TestToolCachePrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := config.Plugin{Name: "echo", Path: fixture(t, "echo")}
+	cfg := Manifest{Name: "echo", Path: fixture(t, "echo")}
 	p, _ := connectFrom(t, e, cfg, nil)
 	toolNames(t, p)
 	des, err := os.ReadDir(e.tools.dir)
@@ -288,7 +287,7 @@ func TestToolCachePrune(t *testing.T) {
 // fails with ErrClosed once closed, as a live one does.
 func TestToolCacheClosed(t *testing.T) {
 	e := toolCacheEngine(t)
-	cfg := config.Plugin{Name: "echo", Path: fixture(t, "echo")}
+	cfg := Manifest{Name: "echo", Path: fixture(t, "echo")}
 	p1, _ := connectFrom(t, e, cfg, nil)
 	toolNames(t, p1)
 	p2, cached := connectFrom(t, e, cfg, nil)

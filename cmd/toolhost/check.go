@@ -31,7 +31,7 @@ func (c *cli) check(args []string) int {
 	}
 	// What Load leaves alone: files, commands, module memory. Nothing is
 	// started.
-	if err := cfg.Check(&config.CheckOptions{Module: sandbox.CheckModule}); err != nil {
+	if err := cfg.Check(&config.CheckOptions{Module: sandbox.CheckModule, DefaultMemory: sandbox.DefaultMemory}); err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: invalid configuration:\n%v\n", err)
 		return exitUsage
 	}

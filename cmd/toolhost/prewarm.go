@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -77,7 +78,11 @@ func (c *cli) prewarm(args []string) int {
 // without a deadline (sandbox: the longer of 30s and the call timeout),
 // the listing by the call timeout.
 func (c *cli) prewarmOne(ctx context.Context, eng *sandbox.Engine, cfg *config.Config, pc *config.Plugin) (int, error) {
-	p := eng.Plugin(pc, &sandbox.PluginOptions{DefaultTimeout: effective(pc.Timeout, cfg.Host.CallTimeout).Std(), Logger: c.logger.Named(pc.Name), RefreshToolCache: true})
+	m, err := host.PluginManifest(cfg, pc.Name)
+	if err != nil {
+		return 0, err
+	}
+	p := eng.Plugin(m, &sandbox.PluginOptions{Logger: c.logger.Named(pc.Name), RefreshToolCache: true})
 	defer p.Close()
 	if _, err := p.Connect(ctx); err != nil {
 		return 0, err
