@@ -119,3 +119,34 @@ func argsError(args any, derr error) error {
 
 // decodeJSON is jsonx.Decode: the form the validator takes.
 var decodeJSON = jsonx.Decode
+
+// rawArgs turns the accepted argument forms into the JSON text of an object
+// ("{}" for none). On error it also returns what it could make of args, for
+// the audit record.
+func rawArgs(args any) ([]byte, error) {
+	var raw []byte
+	switch a := args.(type) {
+	case nil:
+		return []byte("{}"), nil
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	case string:
+		raw = []byte(a)
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidArguments, err)
+		}
+		raw = b
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return []byte("{}"), nil
+	}
+	if _, err := jsonx.Object(trimmed); err != nil {
+		return trimmed, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidArguments, jsonx.Describe(string(trimmed)))
+	}
+	return trimmed, nil
+}

@@ -88,8 +88,9 @@ type AuditRecord struct {
 	// replaced by "[REDACTED]"; null when the arguments are not an object.
 	Args json.RawMessage `json:"args"`
 	// ResultBytes is the size in bytes of the result's JSON text: for a
-	// plugin, its output as the guest wrote it; for a server, the result's
-	// encoding by encoding/json (0 without a result).
+	// plugin, its output as the guest wrote it; for a stdio server, the
+	// "result" member of its response as the server wrote it; for an HTTP
+	// server, the result's encoding by encoding/json (0 without a result).
 	ResultBytes int `json:"result_bytes"`
 	// Retries is how many times the call was sent again after a failure
 	// that never reached the backend, or (for a [tools.NAME] retry = true

@@ -38,9 +38,7 @@ package host
 //lint:file-ignore SA1019 logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use them
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -56,7 +54,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/config"
-	"github.com/toolhost/toolhost/internal/jsonx"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -503,37 +500,6 @@ func (h *Host) rebuild(strict bool) error {
 // [host] audit_log) before CallTool returns.
 func (h *Host) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
 	return h.call(ctx, "", name, args)
-}
-
-// rawArgs turns the accepted argument forms into the JSON text of an object
-// ("{}" for none). On error it also returns what it could make of args, for
-// the audit record.
-func rawArgs(args any) ([]byte, error) {
-	var raw []byte
-	switch a := args.(type) {
-	case nil:
-		return []byte("{}"), nil
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	case string:
-		raw = []byte(a)
-	default:
-		b, err := json.Marshal(a)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidArguments, err)
-		}
-		raw = b
-	}
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return []byte("{}"), nil
-	}
-	if _, err := jsonx.Object(trimmed); err != nil {
-		return trimmed, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidArguments, jsonx.Describe(string(trimmed)))
-	}
-	return trimmed, nil
 }
 
 func (h *Host) readyBackends() []*backend {

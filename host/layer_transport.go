@@ -83,7 +83,7 @@ func (h *Host) transportCallLayer(ctx context.Context, o *op) (any, error) {
 
 // callSized calls the tool p.Name on tr and returns its result with size,
 // the length in bytes of the result's JSON text. A Transport that implements
-// transport.SizedCaller (a plugin) reports the size of the text it decoded;
+// transport.SizedCaller (a plugin, a stdio server) reports the size of the text it decoded;
 // for any other, the result is encoded with encoding/json to measure it, and
 // only when need is true (size is 0 otherwise). A result that cannot be
 // encoded is an error.
