@@ -577,7 +577,10 @@ func TestCloseDuringApply(t *testing.T) {
 		t.Log(strings.TrimRight(string(p), "\n"))
 		return len(p), nil
 	})})
-	h, err := host.New(context.Background(), parseFixtureConfig(t, base), &host.Options{Logger: logger, TerminateGrace: 500 * time.Millisecond})
+	// The grace is what a to exit on its own when its stdin closes may take on
+	// a busy machine (500ms was not always enough: "a: server needed SIGTERM
+	// to exit"); hang ignores it and waits the grace out.
+	h, err := host.New(context.Background(), parseFixtureConfig(t, base), &host.Options{Logger: logger, TerminateGrace: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
