@@ -74,11 +74,18 @@ type StdioOptions struct {
 }
 
 const (
-	// faultWait bounds how long a failed operation waits, after stdout
-	// reached EOF, for the exit status and the last stderr lines that
-	// explain it; a child that closed stdout but keeps running is reported
-	// after it. Short, so a caller learns of a crash promptly.
+	// faultWait bounds how long a failed operation waits for the last
+	// stderr lines that explain it (a grandchild may hold stderr open), or
+	// for a closing owner's session to end. Short, so a caller learns of a
+	// crash promptly.
 	faultWait = 50 * time.Millisecond
+	// exitWait bounds how long a failed operation waits, after stdout
+	// reached EOF, for the exit status: a crashed child's usually comes in
+	// microseconds, but on a busy machine the reaping goroutine may run
+	// well after the EOF is read (50ms was not always enough), and the
+	// status is what the caller needs. A child that closed stdout but keeps
+	// running is reported after it.
+	exitWait = 500 * time.Millisecond
 
 	defaultTerminateGrace = 2 * time.Second
 	stderrTailLines       = 8
@@ -300,7 +307,7 @@ func (s *Stdio) fault(ctx context.Context, err error) error {
 			case <-time.After(faultWait):
 			}
 			return fmt.Errorf("%w: server process %s%s", ErrConnectionLost, exitText(s.exitErr), s.stderrTail())
-		case <-time.After(faultWait):
+		case <-time.After(exitWait):
 			return fmt.Errorf("%w: server closed its stdout%s", ErrConnectionLost, s.stderrTail())
 		}
 	}
