@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolhost/toolhost/internal/units"
 )
 
 // Duration is a time.Duration written in TOML as a Go duration string
@@ -73,15 +75,4 @@ func (s *Size) UnmarshalText(b []byte) error {
 func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // String formats s in the largest binary unit that divides it ("64MiB").
-func (s Size) String() string {
-	n := int64(s)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10) + "B"
-}
+func (s Size) String() string { return units.Bytes(int64(s)) }

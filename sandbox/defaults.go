@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"runtime"
-	"strconv"
 	"time"
 )
 
@@ -65,17 +64,3 @@ const (
 // another. A plugin whose tools rely on sharing global state across calls
 // should set instances = 1.
 func DefaultInstances() int { return runtime.NumCPU() }
-
-// formatSize formats n bytes in the largest binary unit that divides it
-// ("256MiB"), as config.Size prints it in the messages that name a key.
-func formatSize(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10) + "B"
-}

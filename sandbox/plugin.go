@@ -16,6 +16,7 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/internal/units"
 	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -413,7 +414,7 @@ func warmContext(ctx context.Context, callTimeout time.Duration) (context.Contex
 }
 
 func pagesSize(pages uint64) string {
-	return formatSize(int64(pages) * PageSize)
+	return units.Bytes(int64(pages) * PageSize)
 }
 
 func (p *Plugin) listExport() string {
