@@ -28,7 +28,10 @@ import (
 // is counted.
 func TestGatewayReadme(t *testing.T) {
 	root := testutil.Root()
-	dir := readmeModule(t, root, block(t, mdBlocks(t, filepath.Join(root, "README.md")), "The gateway in Go", "go", 0))
+	src := block(t, mdBlocks(t, filepath.Join(root, "README.md")), "The gateway in Go", "go", 0)
+	dir, _ := readmeModule(t, root, "program", src, func(sh func(string) string) {
+		sh("go mod init example.com/program && go mod edit -require=github.com/toolhost/toolhost@v0.0.0 -replace=github.com/toolhost/toolhost=../toolhost")
+	})
 	cfg := "[servers.fx]\ncommand = \"" + testutil.Fixture(t) + "\"\nargs = [\"-client\", \"-protocol\", \"2025-11-25\"]\n\n[serve]\nlisten = \"127.0.0.1:0\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "toolhost.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -100,54 +103,4 @@ func TestGatewayReadme(t *testing.T) {
 	if err := <-exited; err != nil {
 		t.Errorf("the program did not exit cleanly on SIGTERM: %v\n%s", err, stderr.String())
 	}
-}
-
-// readmeModule writes src as the main.go of a new module that requires
-// toolhost (root) through a replace directive, as the README's Embedding
-// section says, and builds it, offline, as dir/program.
-func readmeModule(t *testing.T, root, src string) (dir string) {
-	t.Helper()
-	work := t.TempDir()
-	if err := os.Symlink(root, filepath.Join(work, "toolhost")); err != nil {
-		t.Fatal(err)
-	}
-	dir = filepath.Join(work, "program")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range map[string]string{"go.sum": string(sums), "main.go": src} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sh := func(script string) string {
-		t.Helper()
-		cmd := exec.Command("sh", "-ec", script)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=", "GOSUMDB=off")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s\n%v\n%s", script, err, out)
-		}
-		return string(out)
-	}
-	gomod := sh("go mod edit -json " + filepath.Join(root, "go.mod"))
-	var mod struct {
-		Go      string
-		Require []struct{ Path, Version string }
-	}
-	if err := json.Unmarshal([]byte(gomod), &mod); err != nil {
-		t.Fatal(err)
-	}
-	edit := "go mod init example.com/program && go mod edit -go=" + mod.Go + " -require=github.com/toolhost/toolhost@v0.0.0 -replace=github.com/toolhost/toolhost=../toolhost"
-	for _, r := range mod.Require {
-		edit += " -require=" + r.Path + "@" + r.Version
-	}
-	sh(edit)
-	sh("go build -o program .")
-	return dir
 }

@@ -136,63 +136,24 @@ func TestPDKReadmeQuickstart(t *testing.T) {
 func TestEmbeddingReadme(t *testing.T) {
 	root := testutil.Root()
 	blocks := mdBlocks(t, filepath.Join(root, "README.md"))
-	work := t.TempDir()
-	if err := os.Symlink(root, filepath.Join(work, "toolhost")); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(work, "agent")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The checksums of toolhost's own dependencies, so that go mod tidy
-	// needs neither the network nor the checksum database.
-	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, sh := readmeModule(t, root, "agent", block(t, blocks, "Embedding", "go", 0), func(sh func(string) string) {
+		// The README's commands, but go mod tidy, which wants the go.mod of
+		// every module in the dependency graph (some are not in the module
+		// cache: it would download them); readmeModule does its offline
+		// equivalent.
+		script := block(t, blocks, "Embedding", "sh", 0)
+		if !strings.Contains(script, "\ngo mod tidy\n") {
+			t.Fatalf("the README's commands changed:\n%s", script)
+		}
+		sh("go mod init example.com/agent")
+		sh(strings.Replace(script, "\ngo mod tidy\n", "\n", 1))
+	})
 	write := func(name, text string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write("go.sum", string(sums))
-	write("main.go", block(t, blocks, "Embedding", "go", 0))
-	sh := func(script string) string {
-		t.Helper()
-		cmd := exec.Command("sh", "-ec", script)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=", "GOSUMDB=off")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s\n%v\n%s", script, err, out)
-		}
-		return string(out)
-	}
-	sh("go mod init example.com/agent")
-	// The README's commands, but go mod tidy, which wants the go.mod of
-	// every module in the dependency graph (some are not in the module
-	// cache: it would download them). Its offline equivalent: require what
-	// toolhost requires, at toolhost's go version.
-	script := block(t, blocks, "Embedding", "sh", 0)
-	if !strings.Contains(script, "\ngo mod tidy\n") {
-		t.Fatalf("the README's commands changed:\n%s", script)
-	}
-	sh(strings.Replace(script, "\ngo mod tidy\n", "\n", 1))
-	gomod := sh("go mod edit -json " + filepath.Join(root, "go.mod"))
-	var mod struct {
-		Go      string
-		Require []struct{ Path, Version string }
-	}
-	if err := json.Unmarshal([]byte(gomod), &mod); err != nil {
-		t.Fatal(err)
-	}
-	edit := "go mod edit -go=" + mod.Go
-	for _, r := range mod.Require {
-		edit += " -require=" + r.Path + "@" + r.Version
-	}
-	sh(edit)
-	sh("go build -o agent .")
 
 	fs := wasmbuild.Build(t, filepath.Join(root, "plugins"), "./fs")
 	write("toolhost.toml", `[plugins.fs]
@@ -261,4 +222,61 @@ func TestCLIReadmeCommands(t *testing.T) {
 	if !strings.Contains(string(buf), "fixture  stdio") {
 		t.Errorf("status --watch:\n%s", buf)
 	}
+}
+
+// readmeModule makes a program of the README as an embedder would, offline:
+// a new module NAME beside a link to toolhost (root) with src as its
+// main.go and toolhost's go.sum (so that nothing needs the checksum
+// database); init runs the commands that create its go.mod and require
+// toolhost (the README's, or go mod init with a replace); then the module
+// requires what toolhost requires at toolhost's go version (go mod tidy's
+// offline equivalent: tidy wants the go.mod of every module in the graph,
+// and some are not in the module cache) and is built as dir/NAME. sh runs a
+// shell script in dir, offline, and fails the test on an error.
+func readmeModule(t *testing.T, root, name, src string, init func(sh func(string) string)) (dir string, sh func(string) string) {
+	t.Helper()
+	work := t.TempDir()
+	if err := os.Symlink(root, filepath.Join(work, "toolhost")); err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(work, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, text := range map[string]string{"go.sum": string(sums), "main.go": src} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh = func(script string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-ec", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=", "GOSUMDB=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s\n%v\n%s", script, err, out)
+		}
+		return string(out)
+	}
+	init(sh)
+	gomod := sh("go mod edit -json " + filepath.Join(root, "go.mod"))
+	var mod struct {
+		Go      string
+		Require []struct{ Path, Version string }
+	}
+	if err := json.Unmarshal([]byte(gomod), &mod); err != nil {
+		t.Fatal(err)
+	}
+	edit := "go mod edit -go=" + mod.Go
+	for _, r := range mod.Require {
+		edit += " -require=" + r.Path + "@" + r.Version
+	}
+	sh(edit)
+	sh("go build -o " + name + " .")
+	return dir, sh
 }
