@@ -147,8 +147,8 @@ func TestStdioCallToolSizedTask(t *testing.T) {
 // BenchmarkStdioResultSize measures what learning a stdio result's size
 // costs per call: via=encode is CallTool followed by encoding the result
 // with encoding/json (what the host did before *Stdio was a SizedCaller),
-// via=sized is CallToolSized; for the fixture's echo (a result of 43 bytes)
-// and big (1 MiB).
+// via=sized is CallToolSized; for the fixture's echo (a result of a few
+// dozen bytes) and big (1 MiB).
 func BenchmarkStdioResultSize(b *testing.B) {
 	ctx := context.Background()
 	s := transport.NewStdio(transport.Command{Path: testutil.Fixture(b), InheritEnv: config.DefaultInheritEnv}, &transport.StdioOptions{MaxLineLength: 4 << 20})
