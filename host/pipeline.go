@@ -121,6 +121,14 @@ const (
 	itemResource = "resource"
 )
 
+// listOp is the op of a list (prompts/list, resources/list,
+// resources/templates/list) of backend b in the view of profile: the
+// caller names the backend, so it sets the destination (the list pipeline
+// has no resolve layer).
+func listOp(method, profile string, b *backend) *op {
+	return &op{req: request{method: method, profile: profile, backend: b.name}, dst: destination{b: b, backend: b.name}}
+}
+
 // destination is where an op goes. The resolve layer sets it; the caller
 // of a list (or of h.pipe.send), which has no resolve layer, sets it to
 // the backend it asks.

@@ -244,14 +244,6 @@ func (h *Host) runItem(ctx context.Context, o *op) (any, error) {
 	return res, o.named(err)
 }
 
-// listOp is the op of a list (prompts/list, resources/list,
-// resources/templates/list) of backend b in the view of profile: the
-// caller names the backend, so it sets the destination (the list pipeline
-// has no resolve layer).
-func listOp(method, profile string, b *backend) *op {
-	return &op{req: request{method: method, profile: profile, backend: b.name}, dst: destination{b: b, backend: b.name}}
-}
-
 func (h *Host) isClosed() bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
