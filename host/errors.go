@@ -14,9 +14,9 @@ import (
 // so callers can tell faults apart with errors.Is. A tool call's error text
 // begins with the tool's catalogue name ("fs__read_file: ..."), once,
 // unless the error names the tool itself (*UnknownToolError,
-// *ToolNotAllowedError), is about the Host or the profile rather than the
-// call (ErrClosed, ErrUnknownProfile), or is its fallback's (which begins
-// with the fallback's name); a prompt's or resource's failure at its
+// *ToolNotAllowedError), refuses a call on a closed Host (ErrClosed) or in
+// a removed profile (ErrUnknownProfile) before it began, or is its
+// fallback's (which begins with the fallback's name); a prompt's or resource's failure at its
 // backend begins "prompt NAME: " or "resource URI of BACKEND: ".
 var (
 	// ErrUnknownTool: no tool of that name is in the catalogue. The error is
