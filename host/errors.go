@@ -11,7 +11,13 @@ import (
 
 // Errors returned by Host methods. Every error wraps at most one of these
 // (plus, where a backend failed, the transport sentinel that explains how),
-// so callers can tell faults apart with errors.Is.
+// so callers can tell faults apart with errors.Is. A tool call's error text
+// begins with the tool's catalogue name ("fs__read_file: ..."), once,
+// unless the error names the tool itself (*UnknownToolError,
+// *ToolNotAllowedError), refuses a call on a closed Host (ErrClosed) or in
+// a removed profile (ErrUnknownProfile) before it began, or is its
+// fallback's (which begins with the fallback's name); a prompt's or resource's failure at its
+// backend begins "prompt NAME: " or "resource URI of BACKEND: ".
 var (
 	// ErrUnknownTool: no tool of that name is in the catalogue. The error is
 	// an *UnknownToolError.

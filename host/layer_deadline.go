@@ -13,10 +13,9 @@ import (
 // hands it to the pipeline (request.start), so the deadline also covers
 // resolve's wait for a backend whose tools are not known yet (a lazy start,
 // a first start that failed and is being retried); any other op starts
-// here. It covers
-// everything below it: waiting for the backend to be ready (a start, a
-// restart), waiting for a free plugin instance, the request and its
-// retries. The host is its only owner: transports (the sandbox included)
+// here. It covers everything below it: waiting for the backend to be ready
+// (a start, a restart), waiting for a free plugin instance, the request
+// and its retries. The host is its only owner: transports (the sandbox included)
 // enforce the deadline they are given and set none of their own. A
 // fallback is a new attempt with a deadline of its own.
 //

@@ -39,13 +39,17 @@ import (
 // this order?") says why this order. A new concern is one new layer in
 // these lists.
 //
-// What a layer sees (the shape an embedder's layer would have, DESIGN
-// decision 13): the op's request (op.req), read-only; its destination
-// (op.dst), written by resolve and read by the layers below it; its
-// outcome (op.out), where each layer writes its own fields, the ones it
-// found out, and the layers above read them on the way back. A layer
-// returns the result of the op (see handler) and an error in its own
-// words: the caller names the error once (op.named).
+// What a layer sees: the op's request (op.req), read-only; its
+// destination (op.dst), written by resolve and read by the layers below
+// it; its outcome (op.out), where each layer writes its own fields, the
+// ones it found out, and the layers above read them on the way back. A
+// layer returns the result of the op (see handler) and an error in its own
+// words: the caller names the error once (op.named). This is the shape an
+// embedder's layer would have once exported (DESIGN decision 13): a
+// func(next Handler) Handler, with Handler func(ctx, *Op) (any, error),
+// placed in a composition by name; it would read the request and
+// destination through accessors, keep its own state in its closure, and
+// see the outcome fields of the layers below it read-only.
 
 // MCP methods an op can carry.
 const (
@@ -120,6 +124,14 @@ const (
 	itemPrompt   = "prompt"
 	itemResource = "resource"
 )
+
+// listOp is the op of a list (prompts/list, resources/list,
+// resources/templates/list) of backend b in the view of profile: the
+// caller names the backend, so it sets the destination (the list pipeline
+// has no resolve layer).
+func listOp(method, profile string, b *backend) *op {
+	return &op{req: request{method: method, profile: profile, backend: b.name}, dst: destination{b: b, backend: b.name}}
+}
 
 // destination is where an op goes. The resolve layer sets it; the caller
 // of a list (or of h.pipe.send), which has no resolve layer, sets it to

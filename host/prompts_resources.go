@@ -205,20 +205,6 @@ func (h *Host) resources(ctx context.Context, profile string) ([]Resource, error
 	return out, nil
 }
 
-// decided notes d in rec (if any) and returns the refusal for a denied d.
-func decided(rec *AuditRecord, d Decision, backend string, refusal error) error {
-	if rec != nil {
-		rec.Backend, rec.Rule, rec.Decision = backend, d.Rule, "deny"
-		if d.Allowed {
-			rec.Decision = "allow"
-		}
-	}
-	if !d.Allowed {
-		return refusal
-	}
-	return nil
-}
-
 // getPrompt runs a prompts/get through the item pipeline.
 func (h *Host) getPrompt(ctx context.Context, profile, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	res, err := h.runItem(ctx, &op{req: request{method: methodGetPrompt, profile: profile, name: name, promptArgs: args}})
@@ -242,14 +228,6 @@ func (h *Host) readResource(ctx context.Context, profile, backend, uri string) (
 func (h *Host) runItem(ctx context.Context, o *op) (any, error) {
 	res, err := h.pipe.item(ctx, o)
 	return res, o.named(err)
-}
-
-// listOp is the op of a list (prompts/list, resources/list,
-// resources/templates/list) of backend b in the view of profile: the
-// caller names the backend, so it sets the destination (the list pipeline
-// has no resolve layer).
-func listOp(method, profile string, b *backend) *op {
-	return &op{req: request{method: method, profile: profile, backend: b.name}, dst: destination{b: b, backend: b.name}}
 }
 
 func (h *Host) isClosed() bool {
