@@ -499,3 +499,24 @@ func (l *loader) roots(key toml.Key, roots []string) {
 		seen[r] = true
 	}
 }
+
+// CheckBackend applies the checks and defaults of a [servers.NAME] table to
+// the options of a backend that has no table (host.Host.Add's): its prefix,
+// its tool globs (tools, deny_tools; nil tools allows every tool) and its
+// supervision, whose unset fields it fills in with the defaults of a
+// Streamable HTTP server's. It returns the tool globs as rules, keyed
+// "servers.NAME.tools" and "servers.NAME.deny_tools" as a table's would be
+// (a refusal names its rule by that key). Errors: an ErrorList, one Error a
+// problem, keyed as in a table.
+func CheckBackend(name string, sv *Supervision, prefix *string, tools, deny []string) (allow, denied []Rule, err error) {
+	l := &loader{dir: "/", bad: map[string]bool{}, typos: map[string]bool{}, validating: true}
+	key := toml.Key{"servers", name}
+	l.prefix(toml.Key{"servers", name, "prefix"}, prefix)
+	allow, denied = l.backendTools(key, tools, deny)
+	l.validateSupervision(sv, key, false)
+	if len(l.errs) > 0 {
+		l.errs.sort()
+		return nil, nil, l.errs
+	}
+	return allow, denied, nil
+}

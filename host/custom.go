@@ -72,15 +72,11 @@ func (h *Host) Add(ctx context.Context, name string, newTransport func() transpo
 	}
 	// The supervision defaults and checks, and the tool globs, are those
 	// of a [servers.NAME] table.
-	probe := &config.Config{Dir: "/", Servers: map[string]*config.Server{name: {
-		URL: "http://127.0.0.1/", Supervision: c.opts.Supervision, Prefix: c.opts.Prefix,
-		Tools: c.opts.Tools, DenyTools: c.opts.DenyTools}}}
-	if err := probe.Validate(); err != nil {
+	allow, deny, err := config.CheckBackend(name, &c.opts.Supervision, c.opts.Prefix, c.opts.Tools, c.opts.DenyTools)
+	if err != nil {
 		return fmt.Errorf("host: Add %q: %w", name, err)
 	}
-	s := probe.Servers[name]
-	c.opts.Supervision = s.Supervision
-	c.allow, c.deny = s.ToolRules, s.DenyToolRules
+	c.allow, c.deny = allow, deny
 
 	unlock := h.lockTopology()
 	if h.isClosed() {
