@@ -82,30 +82,33 @@ func (a *args) value() (any, error) {
 // construction. It returns the JSON text of args's object ("{}" for none);
 // its errors, and the text returned with them, are rawArgs's.
 func argsJSON(args any, decodes bool) ([]byte, error) {
-	var raw []byte
-	switch a := args.(type) {
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	case string:
-		raw = []byte(a)
-	case nil:
-		return rawArgs(args)
-	default:
-		if b, err := json.Marshal(a); err == nil && len(b) > 0 && b[0] == '{' {
+	raw, isText := textArgs(args)
+	switch {
+	case !isText && args != nil:
+		if b, err := json.Marshal(args); err == nil && len(b) > 0 && b[0] == '{' {
 			return b, nil
 		}
 		// null, another kind of value, or no JSON at all.
-		return rawArgs(args)
-	}
-	if !decodes {
-		return rawArgs(args)
-	}
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
-		return t, nil
+	case isText && decodes:
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+			return t, nil
+		}
 	}
 	return rawArgs(args)
+}
+
+// textArgs returns the text of arguments given as JSON text
+// (json.RawMessage, []byte or string), and false for any other form.
+func textArgs(args any) ([]byte, bool) {
+	switch a := args.(type) {
+	case json.RawMessage:
+		return a, true
+	case []byte:
+		return a, true
+	case string:
+		return []byte(a), true
+	}
+	return nil, false
 }
 
 // argsError is the error of arguments given as text that argsJSON accepted
@@ -124,18 +127,12 @@ var decodeJSON = jsonx.Decode
 // ("{}" for none). On error it also returns what it could make of args, for
 // the audit record.
 func rawArgs(args any) ([]byte, error) {
-	var raw []byte
-	switch a := args.(type) {
-	case nil:
-		return []byte("{}"), nil
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	case string:
-		raw = []byte(a)
-	default:
-		b, err := json.Marshal(a)
+	raw, isText := textArgs(args)
+	if !isText {
+		if args == nil {
+			return []byte("{}"), nil
+		}
+		b, err := json.Marshal(args)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidArguments, err)
 		}
