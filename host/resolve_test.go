@@ -28,8 +28,11 @@ command = "@FIXTURE@"
 args = ["-mode", "hang", "-once", "`+once+`"]
 restart_backoff = { min = "300ms", max = "300ms" }
 timeout = "1m"
-`, &host.Options{StartupTimeout: 500 * time.Millisecond})
+`, &host.Options{StartupTimeout: 2 * time.Second})
 			// New waited for the first attempt, which hung until startup_timeout.
+			// (2s: Tools waits up to startup_timeout, which must hold the
+			// 300ms backoff and the second start; with 500ms a start under
+			// -race on a busy machine sometimes did not fit.)
 			st := h.Status()[0]
 			if st.State != host.StateRestarting && st.State != host.StateStarting {
 				t.Fatalf("after New: %s (%s), want restarting", st.State, st.LastError)
