@@ -71,6 +71,11 @@ type StdioOptions struct {
 	// Features configures the client features offered to the server (log
 	// level, elicitation, sampling, roots). Nil: none.
 	Features *ClientOptions
+
+	// Launcher, when set, starts the server's process in place of the
+	// default containment (a native sandbox, say; see Launcher). Nil: the
+	// default (Containment).
+	Launcher Launcher
 }
 
 const (
