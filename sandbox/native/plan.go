@@ -242,7 +242,13 @@ func envValue(env []string, key string) string {
 func (p *Plan) guestPath(h string) (string, bool) {
 	r, err := filepath.EvalSymlinks(h)
 	if err != nil {
-		return "", false
+		// A missing file: where it would be (its execve then fails with
+		// ENOENT, reported as such).
+		d, derr := filepath.EvalSymlinks(filepath.Dir(h))
+		if derr != nil {
+			return "", false
+		}
+		r = filepath.Join(d, filepath.Base(h))
 	}
 	var chosen *entry
 	for i := range p.entries {
@@ -315,4 +321,3 @@ func yesNo(b bool) string {
 func sortEntries(es []entry) {
 	sort.SliceStable(es, func(i, j int) bool { return es[i].Guest < es[j].Guest })
 }
-
