@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -18,6 +19,10 @@ import (
 	"github.com/toolhost/toolhost/sandbox/native/internal/nsinit"
 	"github.com/toolhost/toolhost/transport"
 )
+
+// setupTimeout bounds the child's set-up, from its start to the server's
+// execve: 30s (it takes milliseconds; a stuck file system can hold it).
+var setupTimeout = 30 * time.Second
 
 // exe is the executable re-executed as the child: this one, as the kernel
 // knows it.
@@ -135,7 +140,11 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 		release()
 		return nil, err
 	}
+	// A set-up that hangs (a stuck file system under a bind source, say)
+	// is a start failure, not a hang.
+	timer := time.AfterFunc(setupTimeout, func() { _ = cmd.Process.Kill() })
 	if err := lim.add(cmd.Process.Pid); err != nil {
+		timer.Stop()
 		return abort(err)
 	}
 	// A failed write means the child is gone: its status says why.
@@ -149,6 +158,9 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 	lnParent.Close()
 	status, rerr := io.ReadAll(io.LimitReader(statusR, 4096))
 	statusR.Close()
+	if !timer.Stop() {
+		status, rerr = nil, fmt.Errorf("the set-up took longer than %v and was stopped", setupTimeout)
+	}
 	if rerr != nil || len(status) > 0 || werr != nil || lerr != nil {
 		for _, ln := range lns {
 			ln.Close()
@@ -158,7 +170,7 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 		case len(status) > 0:
 			err = parseStatus(p.Spec.Name, status)
 		case rerr != nil:
-			err = fmt.Errorf("%w: server %q: reading the sandbox's status: %w", ErrSetup, p.Spec.Name, rerr)
+			err = fmt.Errorf("%w: server %q: %w", ErrSetup, p.Spec.Name, rerr)
 		case werr != nil:
 			err = fmt.Errorf("%w: server %q: writing the sandbox's configuration: %w", ErrSetup, p.Spec.Name, werr)
 		default:

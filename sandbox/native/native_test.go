@@ -3,6 +3,7 @@ package native
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -249,5 +250,58 @@ echo end`)
 	t.Logf("stdout:\n%s", r.stdout)
 	if strings.Contains(r.stdout, "SECRET") || strings.Contains(r.stdout, "HARDLINKED") || !strings.Contains(r.stdout, "end") {
 		t.Errorf("an escape worked: %q", r.stdout)
+	}
+}
+
+// TestLaunchLandlockSecondWall: the Landlock ruleset holds inside the
+// mounts: /proc is read-only to the server although procfs lets a process
+// write its own /proc/self/comm; TCP connect(2) to a port of the
+// namespace's own loopback that is not a relay port is refused by
+// Landlock (EACCES), not by an absent listener; no_new_privs is set.
+func TestLaunchLandlockSecondWall(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	r := sh(t, Spec{}, `grep NoNewPrivs /proc/self/status
+(echo x > /proc/self/comm) 2>&1 | grep -q 'Permission denied' && echo comm-denied
+/usr/bin/python3 -c '
+import socket, errno
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+c = socket.socket()
+try:
+    c.connect(s.getsockname()); print("CONNECTED")
+except OSError as e:
+    print("connect", errno.errorcode[e.errno])
+'`)
+	if r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
+	}
+	t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	for _, want := range []string{"NoNewPrivs:\t1", "comm-denied", "connect EACCES"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+}
+
+// TestLaunchMountTargetSymlink: a symbolic link that a previous run left
+// in an rw allowed path, where a nested allowed path is mounted, is
+// refused at set-up (the mount would land where the link points), with the
+// stage and the reason.
+func TestLaunchMountTargetSymlink(t *testing.T) {
+	needSandbox(t)
+	work, data := t.TempDir(), t.TempDir()
+	if err := os.Symlink("/usr/bin", filepath.Join(work, "data")); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{
+		{Guest: "/work", Host: work, Mode: sandbox.MountReadWrite},
+		{Guest: "/work/data", Host: data, Mode: sandbox.MountReadWrite},
+	}}}
+	r := sh(t, spec, "true")
+	var se *SetupError
+	if !errors.As(r.launchErr, &se) || se.Stage != "mount /work/data" || !strings.Contains(se.Msg, "symbolic link") {
+		t.Fatalf("launch: %v; want a SetupError at mount /work/data naming the symbolic link", r.launchErr)
 	}
 }
