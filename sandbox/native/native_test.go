@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"errors"
 	"os"
 	"os/exec"
@@ -253,7 +255,8 @@ echo end`)
 	}
 }
 
-// TestLaunchLandlockSecondWall: the Landlock ruleset holds inside the
+// TestLaunchLandlockSecondWall: an abstract Unix socket of toolhost's
+// namespace is unreachable; the Landlock ruleset holds inside the
 // mounts: /proc is read-only to the server although procfs lets a process
 // write its own /proc/self/comm; TCP connect(2) to a port of the
 // namespace's own loopback that is not a relay port is refused by
@@ -263,7 +266,22 @@ func TestLaunchLandlockSecondWall(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("needs /usr/bin/python3")
 	}
+	// An abstract Unix socket of toolhost's network namespace.
+	name := fmt.Sprintf("toolhost-native-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
 	r := sh(t, Spec{}, `grep NoNewPrivs /proc/self/status
+/usr/bin/python3 -c '
+import socket, errno
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0`+name+`"); print("ABSTRACT-CONNECTED")
+except OSError as e:
+    print("abstract", errno.errorcode[e.errno])
+' 
 (echo x > /proc/self/comm) 2>&1 | grep -q 'Permission denied' && echo comm-denied
 /usr/bin/python3 -c '
 import socket, errno
@@ -278,7 +296,10 @@ except OSError as e:
 		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
 	}
 	t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
-	for _, want := range []string{"NoNewPrivs:\t1", "comm-denied", "connect EACCES"} {
+	if strings.Contains(r.stdout, "ABSTRACT-CONNECTED") {
+		t.Error("the server reached an abstract Unix socket of toolhost's namespace")
+	}
+	for _, want := range []string{"NoNewPrivs:\t1", "comm-denied", "connect EACCES", "abstract "} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q", want)
 		}

@@ -202,6 +202,12 @@ func TestLaunchErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fds := openFDs(t)
+	defer func() {
+		if after := openFDs(t); after != fds {
+			t.Errorf("open descriptors: %d before the failed launches, %d after", fds, after)
+		}
+	}()
 	os.Remove(gone)
 	r := launchOnly(t, p, "/bin/sh", "-c", "true")
 	var se *SetupError
@@ -240,4 +246,12 @@ func launchOnly(t *testing.T, p *Plan, argv ...string) error {
 		errc <- err
 	}()
 	return <-errc
+}
+
+func openFDs(t *testing.T) int {
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
 }
