@@ -30,6 +30,8 @@ type limits struct {
 	cg     *cgroup
 
 	watchOnce sync.Once
+	exitOnce  sync.Once
+	exitErr   error
 	stop      chan struct{}
 	done      chan struct{} // closed when the monitor has ended
 
@@ -153,11 +155,16 @@ func (l *limits) rlimits() (as, nproc uint64) {
 // fork was refused at the limit, before the monitor saw it; nil otherwise.
 // It stops the monitor (waiting for it), kills what is left in the cgroup
 // and removes it (a cgroup that cannot be removed is retried at the next
-// start).
+// start). A second call returns the first's result.
 func (l *limits) exited(waitErr error) error {
 	if l.cg == nil {
 		return nil
 	}
+	l.exitOnce.Do(func() { l.exitErr = l.exit(waitErr) })
+	return l.exitErr
+}
+
+func (l *limits) exit(waitErr error) error {
 	close(l.stop)
 	l.watchOnce.Do(func() { close(l.done) }) // never watched
 	<-l.done

@@ -31,6 +31,10 @@ import (
 //     delete_module, kexec_load, kexec_file_load, reboot, swapon, swapoff,
 //     syslog, acct, quotactl, iopl and ioperm (x86 only);
 //   - the clocks: settimeofday, clock_settime, clock_adjtime, adjtimex;
+//   - io_uring (io_uring_setup, io_uring_enter, io_uring_register): its
+//     operations do not pass through seccomp, and it has been a steady
+//     source of kernel exploits; libuv (Node.js) and others fall back to
+//     ordinary system calls when io_uring_setup fails;
 //   - file handles, which bypass path checks: open_by_handle_at,
 //     name_to_handle_at; and lookup_dcookie;
 //   - personality(2) with a persona other than PER_LINUX (0) or the query
@@ -71,6 +75,7 @@ var DeniedSyscalls = []string{
 	"iopl", "ioperm",
 	"open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
 	"setns", "unshare",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
 }
 
 // archOnly are the names of DeniedSyscalls some architectures lack.

@@ -95,16 +95,19 @@ func probes() []probe {
 		p("syslog", args(0xdead)),
 		p("acct", func() [6]uintptr { return [6]uintptr{str(missing + "/acct")} }),
 		p("quotactl", args(0xdead)),
-		p("settimeofday", args(0, 0)),          // neither: a no-op
-		p("clock_settime", args(badFD, 0)),     // clock -1: EINVAL
-		p("clock_adjtime", args(badFD, 0)),     // clock -1
-		p("adjtimex", args(0)),                 // NULL: EFAULT
-		p("open_by_handle_at", args(badFD, 0)), // EBADF
-		p("name_to_handle_at", args(badFD, 0)), // EBADF
-		p("lookup_dcookie", args(0, 0, 0)),     // gone from Linux 6.10: ENOSYS
-		p("setns", args(badFD, 0)),             // EBADF
-		p("unshare", args(0xdead0000)),         // EINVAL
-		p("personality", args(perLinux32)),     // harmless in a helper
+		p("settimeofday", args(0, 0)),             // neither: a no-op
+		p("clock_settime", args(badFD, 0)),        // clock -1: EINVAL
+		p("clock_adjtime", args(badFD, 0)),        // clock -1
+		p("adjtimex", args(0)),                    // NULL: EFAULT
+		p("open_by_handle_at", args(badFD, 0)),    // EBADF
+		p("name_to_handle_at", args(badFD, 0)),    // EBADF
+		p("lookup_dcookie", args(0, 0, 0)),        // gone from Linux 6.10: ENOSYS
+		p("setns", args(badFD, 0)),                // EBADF
+		p("unshare", args(0xdead0000)),            // EINVAL
+		p("io_uring_setup", args(0, 0)),           // EINVAL
+		p("io_uring_enter", args(badFD, 0, 0, 0)), // EBADF
+		p("io_uring_register", args(badFD, 0, 0)), // EBADF
+		p("personality", args(perLinux32)),        // harmless in a helper
 		// CLONE_NEWNS with CLONE_FS is EINVAL without the filter.
 		p("clone", args(unix.CLONE_NEWNS|unix.CLONE_FS|uintptr(unix.SIGCHLD))),
 		p("clone", args(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_FS)),
@@ -181,6 +184,28 @@ func TestSeccompHelper(t *testing.T) {
 	if n == 8 {
 		fmt.Println("ok threads")
 	}
+	// Real runtimes: Node.js (libuv's thread pool and io_uring fallback,
+	// child_process) and Python (threads, subprocess).
+	if node, err := exec.LookPath("node"); err == nil {
+		js := `const {execFileSync} = require("child_process"); require("fs").promises.readFile("/proc/self/status").then(() => console.log(execFileSync("/bin/sh", ["-c", "echo node"]).toString().trim()))`
+		if out, err := exec.Command(node, "-e", js).Output(); err == nil && strings.TrimSpace(string(out)) == "node" {
+			fmt.Println("ok node")
+		} else {
+			fmt.Printf("failed node %v %q\n", err, out)
+		}
+	} else {
+		fmt.Println("ok node") // not installed: nothing to check
+	}
+	if py, err := exec.LookPath("python3"); err == nil {
+		src := "import threading, subprocess\nt = threading.Thread(target=lambda: None); t.start(); t.join()\nprint(subprocess.run(['/bin/sh', '-c', 'echo python'], capture_output=True, text=True).stdout.strip())"
+		if out, err := exec.Command(py, "-c", src).Output(); err == nil && strings.TrimSpace(string(out)) == "python" {
+			fmt.Println("ok python")
+		} else {
+			fmt.Printf("failed python %v %q\n", err, out)
+		}
+	} else {
+		fmt.Println("ok python")
+	}
 	dir := os.Getenv("TOOLHOST_NSINIT_SECCOMP_DIR")
 	f := filepath.Join(dir, "file")
 	if err := os.WriteFile(f, []byte("x"), 0o600); err == nil {
@@ -231,6 +256,8 @@ func runSeccompHelper(t *testing.T, mode string) map[string][]unix.Errno {
 			got[f[1]] = append(got[f[1]], unix.Errno(e))
 		case len(f) == 2 && f[0] == "ok":
 			got["ok "+f[1]] = nil
+		case len(f) > 0 && f[0] == "failed":
+			t.Logf("helper (%s): %s", mode, sc.Text())
 		}
 	}
 	return got
@@ -265,7 +292,7 @@ func TestSeccompDenies(t *testing.T) {
 			}
 		}
 	}
-	for _, ok := range []string{"personality-query", "exec", "subshell", "threads", "file", "socket"} {
+	for _, ok := range []string{"personality-query", "exec", "subshell", "threads", "node", "python", "file", "socket"} {
 		if _, found := filtered["ok "+ok]; !found {
 			t.Errorf("%s failed under the filter", ok)
 		}
