@@ -326,3 +326,28 @@ func TestLaunchMountTargetSymlink(t *testing.T) {
 		t.Fatalf("launch: %v; want a SetupError at mount /work/data naming the symbolic link", r.launchErr)
 	}
 }
+
+// TestLaunchLimits: through the launcher, a memory balloon and a fork
+// bomb end at their limits and Exited reports ErrMemoryLimit and
+// ErrPidsLimit (the limits part's classification, fed by this launch).
+func TestLaunchLimits(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	spec := Spec{Capabilities: sandbox.Capabilities{Memory: 64 << 20}, Pids: 16}
+	r := runIn(t, spec, "/usr/bin/python3", "-c", "b = [bytearray(8 << 20) for _ in range(64)]")
+	if r.launchErr != nil {
+		t.Fatal(r.launchErr)
+	}
+	if !errors.Is(r.exitErr, ErrMemoryLimit) {
+		t.Errorf("memory balloon: wait %v, exited %v; want ErrMemoryLimit; stderr %s", r.waitErr, r.exitErr, r.stderr)
+	}
+	r = sh(t, spec, `i=0; while [ $i -lt 64 ]; do sleep 5 & i=$((i+1)); done; wait`)
+	if r.launchErr != nil {
+		t.Fatal(r.launchErr)
+	}
+	if !errors.Is(r.exitErr, ErrPidsLimit) {
+		t.Errorf("fork bomb: wait %v, exited %v; want ErrPidsLimit; stderr %s", r.waitErr, r.exitErr, r.stderr)
+	}
+}
