@@ -1,6 +1,7 @@
 package native
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -25,6 +26,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "launch-sleep" {
+		helperLaunchSleep()
+		return
+	}
 	before := goleak.IgnoreCurrent()
 	code := testutil.Main(m)
 	if code == 0 {
@@ -353,4 +358,59 @@ func TestLaunchLimits(t *testing.T) {
 	if !errors.Is(r.exitErr, ErrPidsLimit) {
 		t.Errorf("fork bomb: wait %v, exited %v; want ErrPidsLimit; stderr %s", r.waitErr, r.exitErr, r.stderr)
 	}
+}
+
+// helperEnv makes the test binary a helper process (see TestMain).
+const helperEnv = "TOOLHOST_NATIVE_TEST_HELPER"
+
+// helperLaunchSleep launches "sleep 1000" sandboxed, prints the server's
+// PID and blocks until it is killed.
+func helperLaunchSleep() {
+	spec := Spec{Name: "sleep", Mode: ModeStrict, Command: "/bin/sleep"}
+	plan, err := spec.Plan()
+	if err != nil {
+		println("plan:", err.Error())
+		os.Exit(2)
+	}
+	runtime.LockOSThread()
+	cmd := exec.Command("/bin/sleep", "1000")
+	if _, err := New(plan, nil).Launch(cmd); err != nil {
+		println("launch:", err.Error())
+		os.Exit(2)
+	}
+	fmt.Println(cmd.Process.Pid)
+	select {}
+}
+
+// TestLaunchToolhostKilled: when toolhost dies by SIGKILL, its sandboxed
+// server (and with it the server's PID namespace) dies too: the death
+// signal survives the child's set-up (dropping capabilities does not
+// clear it).
+func TestLaunchToolhostKilled(t *testing.T) {
+	needSandbox(t)
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), helperEnv+"=launch-sleep")
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	helper.Stderr = &errb
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Wait()
+	defer helper.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil {
+		t.Fatalf("helper: %q, %v; stderr %s", line, err, errb.String())
+	}
+	if !testutil.Alive(pid) {
+		t.Fatalf("the sandboxed sleep %d is not running", pid)
+	}
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitGone(t, []int{pid}, 10*time.Second)
 }
