@@ -222,8 +222,12 @@ func parseStatus(name string, b []byte) error {
 	}
 	n, _ := strconv.Atoi(parts[1])
 	e := &SetupError{Server: name, Stage: parts[0], Errno: syscall.Errno(n), Msg: parts[2], kind: ErrSetup}
-	if e.Stage == "mount / private" && e.Errno == syscall.EPERM {
-		e.kind = ErrUnavailable // a mount namespace the kernel (or an LSM) does not let us use
+	if (e.Stage == "mount / private" || e.Stage == "mount /proc") && e.Errno == syscall.EPERM {
+		// A mount namespace the kernel or an LSM does not let us use, or
+		// a procfs it will not mount in a user namespace (a container
+		// whose /proc has masked paths): starting again cannot help.
+		e.kind = ErrUnavailable
+		return permanent(e)
 	}
 	return e
 }
