@@ -278,3 +278,26 @@ func TestPlanAllowedHome(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanProgramInAllowedPath: a program inside an allowed path is run
+// from there (at its guest path), not bound again as an install prefix.
+func TestPlanProgramInAllowedPath(t *testing.T) {
+	withProbe(t, fullKernel)
+	project := mustEval(t, t.TempDir())
+	prog := filepath.Join(project, "bin", "server")
+	if err := os.MkdirAll(filepath.Dir(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Name: "srv", Mode: ModeStrict, Command: prog,
+		Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{{Guest: "/work", Host: project, Mode: sandbox.MountReadWrite}}}}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := p.guestPath(prog); !ok || g != "/work/bin/server" {
+		t.Fatalf("the program's guest path: %q, %v; want /work/bin/server", g, ok)
+	}
+}

@@ -61,8 +61,10 @@ func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
 			}
 		}
 	}
+	// covered: host path h is visible already, through the runtime set or
+	// an allowed path (a program in the allowed project directory).
 	covered := func(h string) bool {
-		for _, e := range es {
+		for _, e := range append(es[:len(es):len(es)], allowed...) {
 			if e.kind == "bind" && under(h, e.Host) {
 				return true
 			}
