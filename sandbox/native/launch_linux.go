@@ -117,8 +117,10 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 	lnParent, lnChild := os.NewFile(uintptr(fds[0]), "listeners"), os.NewFile(uintptr(fds[1]), "listeners-child")
 	files = append(files, lnParent, lnChild)
 
+	// The child is this executable with an empty environment; the
+	// server's program, argv, env and dir travel in the Config. cmd gets
+	// them back (the env with the launcher's additions) once started.
 	path, args, dir := cmd.Path, cmd.Args, cmd.Dir
-	cmd.Env = cfg.Env
 	cmd.Path, cmd.Args, cmd.Env, cmd.Dir = exe, []string{nsinit.Arg0}, []string{}, "/"
 	cmd.ExtraFiles = []*os.File{statusW, cfgR, lnChild}
 	cmd.SysProcAttr = sysProcAttr()
