@@ -9,9 +9,10 @@
 // The steps, in order (nsinit.go): check it is PID 1 of a new PID
 // namespace; read the Config; make the mount tree private and build the
 // new root (mount.go, after bubblewrap's setup_newroot); chdir to Dir (or
-// /); set the network up (net.go); set the rlimits; PR_SET_NO_NEW_PRIVS;
-// enforce the Landlock ruleset (landlock.go); drop every capability
-// (caps.go); install the seccomp filter (seccomp.go); execve the server.
+// /); set the network up (net.go); PR_SET_NO_NEW_PRIVS; enforce the
+// Landlock ruleset (landlock.go); drop every capability (caps.go); install
+// the seccomp filter (seccomp.go); set the rlimits (rlimit.go: last, as the
+// Go runtime could not allocate under RLIMIT_AS); execve the server.
 // A failure is reported on StatusFD with its stage.
 package nsinit
 

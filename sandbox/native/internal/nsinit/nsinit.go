@@ -101,9 +101,6 @@ func setup(c *Config) error {
 		return stage("network", err)
 	}
 	unix.Close(ListenFD)
-	if err := setRlimits(c.RlimitAS, c.RlimitNPROC); err != nil {
-		return stage("rlimit", err)
-	}
 	// Landlock needs no_new_privs (or CAP_SYS_ADMIN); set it first.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return stage("no_new_privs", err)
@@ -120,6 +117,13 @@ func setup(c *Config) error {
 		if err := installSeccomp(); err != nil {
 			return stage("seccomp", err)
 		}
+	}
+	// Last, just before the execve: the Go runtime of this process keeps
+	// allocating (and a -race build maps shadow memory) until then, and
+	// under RLIMIT_AS it would die of "cannot allocate memory" instead of
+	// reporting a stage. The seccomp filter does not refuse setrlimit.
+	if err := setRlimits(c.RlimitAS, c.RlimitNPROC); err != nil {
+		return stage("rlimit", err)
 	}
 	return nil
 }
