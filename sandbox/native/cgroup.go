@@ -344,11 +344,19 @@ func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, 
 		}
 		cleanStale(parent)
 	}
+	// Live before it exists, so that a concurrent start's cleanStale
+	// does not take it for a leftover.
+	for _, d := range c.dirs() {
+		liveCgroups.Store(d, true)
+	}
 	var made []string
 	defer func() {
 		if err != nil {
 			for _, d := range made {
 				os.Remove(d)
+			}
+			for _, d := range c.dirs() {
+				liveCgroups.Delete(d)
 			}
 		}
 	}()
@@ -396,9 +404,6 @@ func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, 
 		if err := set(filepath.Join(c.pids, "pids.max"), strconv.Itoa(pids), false); err != nil {
 			return nil, err
 		}
-	}
-	for _, d := range c.dirs() {
-		liveCgroups.Store(d, true)
 	}
 	return c, nil
 }

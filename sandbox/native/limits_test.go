@@ -269,6 +269,38 @@ func TestLimitsStaleCgroups(t *testing.T) {
 	}
 }
 
+// TestLimitsConcurrentStarts: starts of many servers at once (each
+// cleaning stale cgroups while the others make theirs) all get a working
+// cgroup of their own.
+func TestLimitsConcurrentStarts(t *testing.T) {
+	needCgroup(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	const n = 16
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			l, err := newLimits("hammer", 32<<20, 8)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for _, d := range l.cg.dirs() {
+				if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err != nil {
+					errs <- fmt.Errorf("a start's cgroup is gone before its exit: %w", err)
+					l.exited(nil)
+					return
+				}
+			}
+			errs <- l.exited(nil)
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestLimitsRlimitFallback: without a writable cgroup the limits are the
 // child's rlimits and nothing is watched.
 func TestLimitsRlimitFallback(t *testing.T) {
