@@ -21,16 +21,21 @@ import (
 // cgroup-v1/{memory,pids}.rst) limit a server's memory and its processes
 // and threads together, which rlimits cannot. toolhost makes one cgroup
 // per server start, named toolhost-<toolhost's pid>-<server name>-<seq>,
-// under a "toolhost" cgroup it creates in its own cgroup (so that whatever
-// limits toolhost's own cgroup has still apply to its servers):
+// under a "toolhost" cgroup it creates in its own cgroup where it can (so
+// that whatever limits toolhost's own cgroup has still apply to its
+// servers):
 //
 //   - cgroup v2, where the unified hierarchy has the memory and pids
-//     controllers and toolhost may create children with them: its own
-//     cgroup (from /proc/self/cgroup) with memory and pids in
-//     cgroup.subtree_control, or the hierarchy's root, where toolhost
-//     enables them, or its own cgroup's parent when that is delegated
-//     (systemd's Delegate= with DelegateSubgroup=, marked by the
-//     trusted.delegate or user.delegate extended attribute) and has them.
+//     controllers and toolhost may create children with them, the first
+//     of: its own cgroup (from /proc/self/cgroup) with memory and pids in
+//     cgroup.subtree_control; its own cgroup when it is the hierarchy's
+//     real root (toolhost enables them); its own cgroup's parent when that
+//     is delegated (systemd's Delegate= with DelegateSubgroup=, marked by
+//     the trusted.delegate or user.delegate extended attribute) and has
+//     them; the hierarchy's root as mounted, when writable (root on a
+//     systemd machine, as Docker's cgroupfs driver does): a v2 cgroup with
+//     processes cannot have children with controllers, so toolhost's own
+//     cgroup is usable only in those cases.
 //     Files: memory.max, memory.swap.max = 0, memory.oom.group = 1,
 //     pids.max; memory.events oom_kill and pids.events max are watched.
 //   - cgroup v1, where the memory and pids hierarchies are mounted and
@@ -170,6 +175,21 @@ func hasControllers(file string, want ...string) bool {
 	return true
 }
 
+// subtreeHas reports whether the children of the v2 cgroup dir get the
+// memory and pids controllers.
+func subtreeHas(dir string) bool {
+	return hasControllers(filepath.Join(dir, "cgroup.subtree_control"), "memory", "pids")
+}
+
+// realRoot reports whether the v2 cgroup dir is the hierarchy's real root
+// (which has no cgroup.type, cgroup-v2.rst; the root of a cgroup namespace
+// has one), the only cgroup that may have both processes and controllers
+// enabled for its children.
+func realRoot(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "cgroup.type"))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 func writable(dir string) bool { return unix.Access(dir, unix.W_OK) == nil }
 
 // delegated reports whether systemd delegated dir (the trusted.delegate or
@@ -210,22 +230,24 @@ func detectCgroup(mountinfo, procCgroup string) cgroupHier {
 				why = append(why, "cgroup v2: the memory and pids controllers are not available in "+dir)
 				continue
 			}
-			h := cgroupHier{version: "v2", memDir: dir, pidsDir: dir, memRel: path, pidsRel: path}
-			switch sub := filepath.Join(dir, "cgroup.subtree_control"); {
-			case !writable(dir):
-				why = append(why, "cgroup v2: "+dir+" is not writable")
-			case hasControllers(sub, "memory", "pids"):
-				return h
-			case path == m.root && m.root == "/":
-				h.enable = true
-				return h
-			case path != "/" && delegated(filepath.Dir(dir)) && writable(filepath.Dir(dir)) &&
-				hasControllers(filepath.Join(filepath.Dir(dir), "cgroup.subtree_control"), "memory", "pids"):
-				h.memDir, h.pidsDir = filepath.Dir(dir), filepath.Dir(dir)
-				h.memRel, h.pidsRel = filepath.Dir(path), filepath.Dir(path)
-				return h
+			use := func(d, rel string, enable bool) cgroupHier {
+				return cgroupHier{version: "v2", memDir: d, pidsDir: d, memRel: rel, pidsRel: rel, enable: enable}
+			}
+			parent, parentRel := filepath.Dir(dir), filepath.Dir(path)
+			switch {
+			case writable(dir) && subtreeHas(dir):
+				return use(dir, path, false)
+			case writable(dir) && realRoot(dir):
+				return use(dir, path, true)
+			case path != m.root && delegated(parent) && writable(parent) && subtreeHas(parent):
+				return use(parent, parentRel, false)
+			case dir != m.point && writable(m.point) && subtreeHas(m.point):
+				return use(m.point, m.root, false)
+			case dir != m.point && writable(m.point) && realRoot(m.point):
+				return use(m.point, m.root, true)
 			default:
-				why = append(why, "cgroup v2: "+dir+" is not delegated (memory and pids not in its cgroup.subtree_control)")
+				why = append(why, "cgroup v2: "+dir+" is not delegated (memory and pids not in its cgroup.subtree_control) and "+
+					m.point+" is not writable with them")
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/sandbox"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // limitsHelperEnv switches the test binary into a helper process of the
@@ -372,18 +373,40 @@ func TestDetectCgroup(t *testing.T) {
 	if h.version != "v2" || h.enable || h.memDir != filepath.Join(root, "v2/app.service") || h.pidsRel != "/app.service" {
 		t.Errorf("v2 delegated: %+v", h)
 	}
-	// v2 in a cgroup not delegated: nothing (no v1 either).
-	mk("v2/user.slice", map[string]string{"cgroup.controllers": "memory pids", "cgroup.subtree_control": ""})
-	h = detectCgroup(mi2, write("pc4", "0::/user.slice\n"))
-	if h.version != "" || !strings.Contains(h.why, "not delegated") {
-		t.Errorf("v2 not delegated: %+v", h)
+	// v2 in a cgroup not delegated, on a systemd machine: the hierarchy's
+	// root (memory and pids enabled for its children) when writable.
+	mk("v2/user.slice", map[string]string{"cgroup.controllers": "memory pids", "cgroup.subtree_control": "", "cgroup.type": "domain"})
+	pc4 := write("pc4", "0::/user.slice\n")
+	if err := os.WriteFile(filepath.Join(root, "v2/cgroup.subtree_control"), []byte("memory pids"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	// A cgroup namespace: the mount's root is the process's cgroup.
-	mk("v2ns", map[string]string{"cgroup.controllers": "memory pids", "cgroup.subtree_control": "memory pids"})
-	mi5 := write("mi5", fmt.Sprintf("25 24 0:22 /ctr %s/v2ns rw - cgroup2 cgroup2 rw\n", root))
+	h = detectCgroup(mi2, pc4)
+	if h.version != "v2" || h.enable || h.memDir != filepath.Join(root, "v2") || h.memRel != "/" {
+		t.Errorf("v2 not delegated, root: %+v", h)
+	}
+	// v2 in a cgroup namespace whose root has processes (a container):
+	// nothing (and no v1 either).
+	mk("v2ns/ctr", map[string]string{"cgroup.controllers": "memory pids", "cgroup.subtree_control": "", "cgroup.type": "domain"})
+	mi5 := write("mi5", fmt.Sprintf("25 24 0:22 /ctr %s/v2ns/ctr rw - cgroup2 cgroup2 rw\n", root))
 	h = detectCgroup(mi5, write("pc5", "0::/ctr\n"))
-	if h.version != "v2" || h.memDir != filepath.Join(root, "v2ns") {
-		t.Errorf("v2 namespace: %+v", h)
+	if h.version != "" || !strings.Contains(h.why, "not delegated") {
+		t.Errorf("v2 namespace root with processes: %+v", h)
+	}
+	// A delegated parent (systemd's DelegateSubgroup=) is used; it needs
+	// the delegate extended attribute, which tmpfs keeps as trusted.*
+	// for root only.
+	mk("v2/app.service/supervisor", map[string]string{"cgroup.controllers": "memory pids", "cgroup.subtree_control": "", "cgroup.type": "domain"})
+	if err := unix.Setxattr(filepath.Join(root, "v2/app.service"), "trusted.delegate", []byte("1"), 0); err == nil {
+		if err := os.WriteFile(filepath.Join(root, "v2/cgroup.subtree_control"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(root, "v2/cgroup.type"), []byte("domain"), 0o644)
+		h = detectCgroup(mi2, write("pc6", "0::/app.service/supervisor\n"))
+		if h.version != "v2" || h.memDir != filepath.Join(root, "v2/app.service") || h.pidsRel != "/app.service" {
+			t.Errorf("v2 delegated parent: %+v", h)
+		}
+	} else {
+		t.Logf("no trusted.* extended attributes here (%v): delegated parent case not checked", err)
 	}
 	// Escaped mount points.
 	if ms := parseMountinfo([]byte(`30 25 0:26 / /sys/fs/cgroup/my\040mem rw - cgroup cgroup rw,memory`)); len(ms) != 1 || ms[0].point != "/sys/fs/cgroup/my mem" {

@@ -114,7 +114,7 @@ func probes() []probe {
 		p("ioctl", args(badFD, unix.TIOCSTI, 0)),
 		p("ioctl", args(badFD, unix.TIOCLINUX, 0)),
 		p("ioctl", args(badFD, 1<<32|unix.TIOCSTI, 0)), // the kernel reads the low 32 bits
-		{"clone3", args(0, 0), unix.ENOSYS}, // NULL, size 0: EINVAL without the filter
+		{"clone3", args(0, 0), unix.ENOSYS},            // NULL, size 0: EINVAL without the filter
 	}
 	if runtime.GOARCH == "amd64" {
 		ps = append(ps, p("iopl", args(4)), p("ioperm", args(0x10000, 1, 0)))
