@@ -354,18 +354,6 @@ func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, 
 			return nil, err
 		}
 	}
-	for _, d := range c.dirs() {
-		parent := filepath.Dir(d)
-		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("cgroup %s: %w", parent, err)
-		}
-		if c.v2 {
-			if err := enableControllers(parent); err != nil {
-				return nil, err
-			}
-		}
-		cleanStale(parent)
-	}
 	// Live before it exists, so that a concurrent start's cleanStale
 	// does not take it for a leftover.
 	for _, d := range c.dirs() {
@@ -383,8 +371,8 @@ func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, 
 		}
 	}()
 	for _, d := range c.dirs() {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return nil, fmt.Errorf("cgroup %s: %w", d, err)
+		if err := makeCgroup(d, c.v2); err != nil {
+			return nil, err
 		}
 		made = append(made, d)
 	}
@@ -428,6 +416,36 @@ func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, 
 		}
 	}
 	return c, nil
+}
+
+// makeCgroup makes the cgroup dir and its parent (the "toolhost" cgroup,
+// removed by the last start's remove: when that happens between the two
+// mkdirs, it starts again), cleaning the parent's stale cgroups.
+func makeCgroup(dir string, v2 bool) error {
+	parent := filepath.Dir(dir)
+	for attempt := 1; ; attempt++ {
+		err := os.Mkdir(parent, 0o755)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("cgroup %s: %w", parent, err)
+		}
+		if v2 {
+			if err := enableControllers(parent); err != nil {
+				if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+					continue
+				}
+				return err
+			}
+		}
+		cleanStale(parent)
+		err = os.Mkdir(dir, 0o755)
+		if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		return nil
+	}
 }
 
 // enableControllers adds memory and pids to dir's cgroup.subtree_control
@@ -608,6 +626,9 @@ func (c *cgroup) remove() error {
 			err := unix.Rmdir(d)
 			if err == nil || errors.Is(err, unix.ENOENT) {
 				liveCgroups.Delete(d)
+				// The "toolhost" cgroup goes with its last child (EBUSY
+				// while others remain), so that none is left behind.
+				unix.Rmdir(filepath.Dir(d))
 				break
 			}
 			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {

@@ -248,6 +248,7 @@ func TestLimitsStaleCgroups(t *testing.T) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	defer unix.Rmdir(parent) // when empty: others may be using it
 	stale := filepath.Join(parent, fmt.Sprintf("toolhost-%d-gone-1", dead.Process.Pid))
 	leftover := filepath.Join(parent, fmt.Sprintf("toolhost-%d-leftover-999999", os.Getpid()))
 	alive := filepath.Join(parent, fmt.Sprintf("toolhost-%d-alive-1", os.Getppid()))
