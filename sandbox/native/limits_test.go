@@ -22,6 +22,9 @@ import (
 // limits tests ("balloon": allocate and touch memory without end).
 const limitsHelperEnv = "TOOLHOST_NATIVE_LIMITS_HELPER"
 
+// balloon keeps the helper's memory reachable.
+var balloon [][]byte
+
 // TestLimitsHelper is the helper process (skipped unless switched on).
 func TestLimitsHelper(t *testing.T) {
 	switch os.Getenv(limitsHelperEnv) {
@@ -30,13 +33,12 @@ func TestLimitsHelper(t *testing.T) {
 	case "balloon":
 		var b [1]byte
 		os.Stdin.Read(b[:]) // the parent has put us in the cgroup
-		var keep [][]byte
 		for {
 			chunk := make([]byte, 1<<20)
 			for i := 0; i < len(chunk); i += 4096 {
 				chunk[i] = 1
 			}
-			keep = append(keep, chunk)
+			balloon = append(balloon, chunk)
 		}
 	}
 	os.Exit(2)
@@ -75,9 +77,9 @@ func gated(t *testing.T, env []string, argv ...string) (*exec.Cmd, io.WriteClose
 }
 
 // runLimited runs a gated command under l: add, watch, release, wait,
-// exited. It returns exited's error and how long the command ran once
-// released.
-func runLimited(t *testing.T, l *limits, cmd *exec.Cmd, in io.WriteCloser) (error, time.Duration) {
+// exited. It returns how long the command ran once released and exited's
+// error.
+func runLimited(t *testing.T, l *limits, cmd *exec.Cmd, in io.WriteCloser) (time.Duration, error) {
 	t.Helper()
 	if err := l.add(cmd.Process.Pid); err != nil {
 		t.Fatal(err)
@@ -102,7 +104,7 @@ func runLimited(t *testing.T, l *limits, cmd *exec.Cmd, in io.WriteCloser) (erro
 	}
 	waitErr := cmd.Wait()
 	ran := time.Since(start)
-	return l.exited(waitErr), ran
+	return ran, l.exited(waitErr)
 }
 
 func assertRemoved(t *testing.T, l *limits) {
@@ -125,7 +127,7 @@ func TestLimitsMemoryBalloon(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd, in := gated(t, []string{limitsHelperEnv + "=balloon"}, os.Args[0], "-test.run=^TestLimitsHelper$", "-test.count=1")
-	err, ran := runLimited(t, l, cmd, in)
+	ran, err := runLimited(t, l, cmd, in)
 	t.Logf("balloon stopped after %v: %v", ran, err)
 	if !errors.Is(err, ErrMemoryLimit) || !errors.Is(err, sandbox.ErrMemoryLimit) {
 		t.Fatalf("exited = %v, want ErrMemoryLimit (and sandbox.ErrMemoryLimit)", err)
@@ -147,7 +149,7 @@ func TestLimitsForkBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd, in := gated(t, nil, "/bin/sh", "-c", "read x; b() { b | b & }; b; exec sleep 1000")
-	err, ran := runLimited(t, l, cmd, in)
+	ran, err := runLimited(t, l, cmd, in)
 	t.Logf("fork bomb stopped after %v: %v", ran, err)
 	if !errors.Is(err, ErrPidsLimit) {
 		t.Fatalf("exited = %v, want ErrPidsLimit", err)
@@ -171,7 +173,7 @@ func TestLimitsWithin(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd, in := gated(t, nil, "/bin/sh", "-c", script)
-		if err, _ := runLimited(t, l, cmd, in); err != nil {
+		if _, err := runLimited(t, l, cmd, in); err != nil {
 			t.Errorf("%q: exited = %v, want nil", script, err)
 		}
 		assertRemoved(t, l)
