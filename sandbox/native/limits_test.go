@@ -426,3 +426,20 @@ func TestProbeCgroup(t *testing.T) {
 		t.Errorf("no writable cgroup under CI: %s", hierOnce().why)
 	}
 }
+
+// BenchmarkLimitsStart measures what the limits add to a server start and
+// exit with a cgroup: making it (with the stale check), and removing it.
+func BenchmarkLimitsStart(b *testing.B) {
+	if hierOnce().version == "" {
+		b.Skip("no writable cgroup")
+	}
+	for b.Loop() {
+		l, err := newLimits("bench", 256<<20, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.exited(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
