@@ -340,9 +340,9 @@ func writeFile(file, s string) error {
 // newCgroup makes the cgroup of one start of server with the limits
 // (0: none) in h, and first the "toolhost" parent and the cleaning of
 // stale cgroups.
-func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, err error) {
+func newCgroup(h cgroupHier, server string, memory int64, pids int) (_ *cgroup, err error) {
 	name := cgroupName(server, cgroupSeq.Add(1))
-	c = &cgroup{
+	c := &cgroup{
 		v2:      h.version == "v2",
 		mem:     filepath.Join(h.memDir, cgroupParent, name),
 		pids:    filepath.Join(h.pidsDir, cgroupParent, name),
@@ -364,6 +364,7 @@ func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, 
 		if err != nil {
 			for _, d := range made {
 				os.Remove(d)
+				unix.Rmdir(filepath.Dir(d)) // the parent, when this was its only child
 			}
 			for _, d := range c.dirs() {
 				liveCgroups.Delete(d)

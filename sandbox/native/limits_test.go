@@ -443,3 +443,18 @@ func BenchmarkLimitsStart(b *testing.B) {
 		}
 	}
 }
+
+// TestLimitsSetupError: a cgroup that cannot be set up is ErrSetup naming
+// the file, and what was made is removed (a directory that is not a
+// cgroup file system has no memory.limit_in_bytes to write).
+func TestLimitsSetupError(t *testing.T) {
+	dir := t.TempDir()
+	h := cgroupHier{version: "v1", memDir: dir, pidsDir: dir, memRel: "/", pidsRel: "/"}
+	l, err := newLimitsIn(h, "broken", 64<<20, 16)
+	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "memory.limit_in_bytes") {
+		t.Fatalf("newLimits = %v, %v; want ErrSetup naming memory.limit_in_bytes", l, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, cgroupParent)); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
