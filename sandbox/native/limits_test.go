@@ -1,6 +1,7 @@
 package native
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,15 @@ func TestLimitsHelper(t *testing.T) {
 			}
 			balloon = append(balloon, chunk)
 		}
+	case "hold":
+		// A toolhost that makes a start's cgroup and is SIGKILLed.
+		l, err := newLimits("held", 64<<20, 16)
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+		fmt.Println(strings.Join(l.cg.dirs(), " "))
+		select {}
 	}
 	os.Exit(2)
 }
@@ -269,6 +279,43 @@ func TestLimitsStaleCgroups(t *testing.T) {
 		_, err := os.Stat(d)
 		if got := err == nil; got != want {
 			t.Errorf("%s exists: %v, want %v", filepath.Base(d), got, want)
+		}
+	}
+}
+
+// TestLimitsKilledToolhost: the cgroup of a toolhost that was SIGKILLed
+// (it could not remove it) is removed by the next start of another.
+func TestLimitsKilledToolhost(t *testing.T) {
+	needCgroup(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLimitsHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), limitsHelperEnv+"=hold")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err != nil || strings.HasPrefix(line, "error") {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	dirs := strings.Fields(line)
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			t.Fatalf("the killed helper's cgroup: %v", err)
+		}
+	}
+	l, err := newLimits("next", 64<<20, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.exited(nil)
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the killed toolhost's cgroup %s is still there (%v)", d, err)
 		}
 	}
 }
