@@ -405,9 +405,9 @@ func TestRelayBounds(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
 	defer srv.Close()
 	host, _ := hostPort(t, srv.URL)
-	tr := startRelay(t, []string{host}, func(r *relay) { r.maxHeader = 8 << 10; r.headerTimeout = 500 * time.Millisecond })
 
 	t.Run("endless header", func(t *testing.T) {
+		tr := startRelay(t, []string{host}, func(r *relay) { r.maxHeader = 8 << 10 })
 		c, err := net.Dial("tcp", tr.proxy)
 		if err != nil {
 			t.Fatal(err)
@@ -419,7 +419,7 @@ func TestRelayBounds(t *testing.T) {
 			w, _ := io.WriteString(c, "GET "+srv.URL+"/ HTTP/1.1\r\nX-Endless: ")
 			n += int64(w)
 			chunk := strings.Repeat("a", 4096)
-			for n < 1<<30 {
+			for n < 64<<20 {
 				w, err := io.WriteString(c, chunk)
 				n += int64(w)
 				if err != nil {
@@ -434,12 +434,13 @@ func TestRelayBounds(t *testing.T) {
 			t.Errorf("endless header: %s, want 431", resp.Status)
 		}
 		c.Close()
-		if n := <-written; n >= 1<<30 {
+		if n := <-written; n >= 64<<20 {
 			t.Errorf("the relay read a %d-byte header", n)
 		}
 	})
 
 	t.Run("silent client", func(t *testing.T) {
+		tr := startRelay(t, []string{host}, func(r *relay) { r.headerTimeout = 500 * time.Millisecond })
 		c, err := net.Dial("tcp", tr.proxy)
 		if err != nil {
 			t.Fatal(err)
@@ -467,7 +468,7 @@ func TestRelayBounds(t *testing.T) {
 			}
 			conns = append(conns, c)
 		}
-		testutil.Eventually(t, time.Minute, func() bool { return tr.active.Load() == relayMaxConns },
+		testutil.Eventually(t, time.Minute, func() bool { return tr.active.Load() >= relayMaxConns },
 			func() string { return fmt.Sprintf("%d connections served", tr.active.Load()) })
 		if g := runtime.NumGoroutine() - base; g > relayMaxConns+16 {
 			t.Errorf("%d goroutines for 1000 connections, want at most %d", g, relayMaxConns+16)
