@@ -567,3 +567,43 @@ func TestReceiveListeners(t *testing.T) {
 		t.Errorf("%d descriptors open, %d before", after, before)
 	}
 }
+
+// FuzzRelayProxy feeds the proxy (HTTP and SOCKS5 parsing) arbitrary
+// bytes: it must neither panic nor hang, whatever the client sends.
+func FuzzRelayProxy(f *testing.F) {
+	for _, s := range []string{
+		"GET http://127.0.0.1:1/ HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET http://a.test/ HTTP/1.1\r\nConnection: keep-alive, X-A\r\nX-A: 1\r\n\r\nGET http://b/ HTTP/1.1\r\n\r\n",
+		"POST http://127.0.0.1:1/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n",
+		"CONNECT [::1 HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\n\r\n",
+		"\x05\x01\x00\x05\x01\x00\x03\x09localhost\x00\x50",
+		"\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01\x00\x01",
+		"\x05\x01\x00\x05\x02\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01",
+		"\x05\x00",
+		"\x05\x02\x01\x02",
+		"\x05\x01\x00\x05\x01\x00\x09",
+	} {
+		f.Add([]byte(s))
+	}
+	r, err := newRelay([]string{"127.0.0.1:1"}, nil, nil) // no name: no DNS lookup
+	if err != nil {
+		f.Fatal(err)
+	}
+	r.headerTimeout = 2 * time.Second
+	defer r.close()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a, c := net.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.proxy(&idleConn{Conn: a, idle: 2 * time.Second})
+			a.Close()
+		}()
+		go io.Copy(io.Discard, c)
+		c.Write(in)
+		c.Close()
+		<-done
+	})
+}
