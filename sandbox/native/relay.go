@@ -518,7 +518,10 @@ func (r *relay) absolute(c *idleConn, br *bufio.Reader, req *http.Request) bool 
 	}
 	defer resp.Body.Close()
 	removeHopByHop(resp.Header)
-	resp.Close = clientClose
+	// Keep the client's connection only when the body's end is marked (a
+	// length or chunks): else the body ends when the connection does.
+	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+	resp.Close = clientClose || !resp.ProtoAtLeast(1, 1) || (resp.ContentLength < 0 && !chunked)
 	if err := resp.Write(c); err != nil {
 		return false
 	}

@@ -236,6 +236,54 @@ func TestRelayProxyHTTP(t *testing.T) {
 	}
 }
 
+// TestRelayProxyKeepAlive: a client connection carries several
+// absolute-form requests when each response's end is marked, and is closed
+// after a response whose body ends with the upstream connection.
+func TestRelayProxyKeepAlive(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/raw" {
+			fmt.Fprint(w, "sized")
+			return
+		}
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close")
+		c.Close()
+	}))
+	defer srv.Close()
+	host, _ := hostPort(t, srv.URL)
+	// The header timeout must not be what ends the connection.
+	tr := startRelay(t, []string{host}, func(r *relay) { r.headerTimeout = time.Hour })
+	c, err := net.Dial("tcp", tr.proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	br := bufio.NewReader(c)
+	for _, path := range []string{"/a", "/b", "/raw"} {
+		fmt.Fprintf(c, "GET %s%s HTTP/1.1\r\nHost: %s\r\n\r\n", srv.URL, path, host)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s on the kept connection: %v", path, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := "sized"
+		if path == "/raw" {
+			want = "until close"
+		}
+		if err != nil || string(b) != want || resp.Close != (path == "/raw") {
+			t.Errorf("GET %s: %q %v close=%v", path, b, err, resp.Close)
+		}
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after a body delimited by close: %v, want EOF", err)
+	}
+}
+
 // TestRelayCurl: curl, through the HTTP proxy (absolute form and CONNECT)
 // and SOCKS5 with names resolved by the proxy.
 func TestRelayCurl(t *testing.T) {
@@ -396,6 +444,30 @@ func TestRelayForwardAndClose(t *testing.T) {
 		t.Error("the proxy still accepts after close")
 	}
 	echo.Close()
+}
+
+// TestRelayForwardName: a name entry's forward dials the name through the
+// policy (a literal entry: its loopback address is allowed), and a
+// glob entry gets no forward.
+func TestRelayForwardName(t *testing.T) {
+	echo := newEchoServer(t)
+	_, port, _ := net.SplitHostPort(echo.ln.Addr().String())
+	tr := startRelay(t, []string{"localhost:" + port, "*.localhost:" + port}, nil)
+	addr, ok := tr.fwd["127.0.0.1:"+port]
+	if !ok || len(tr.fwd) != 1 || tr.fwds[0].target != "localhost:"+port {
+		t.Fatalf("forwards %v %v, want 127.0.0.1:%s → localhost:%s only", tr.fwd, tr.fwds, port, port)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "name")
+	b := make([]byte, 4)
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "name" {
+		t.Fatalf("through the name's forward: %q %v", b, err)
+	}
 }
 
 // TestRelayBounds: an endless header is cut at the header limit, a silent
