@@ -97,6 +97,8 @@ type relay struct {
 	cancel context.CancelFunc
 	sem    chan struct{}
 	active atomic.Int64
+	// acceptFailed: an accept error was logged.
+	acceptFailed atomic.Bool
 
 	mu     sync.Mutex
 	closed bool
@@ -290,8 +292,11 @@ func (r *relay) acceptLoop(ln net.Listener, h func(*idleConn)) {
 			if r.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// EMFILE and the like: wait a little rather than spin.
-			r.logger.Warn("sandbox egress relay: accept failed", "error", err)
+			// EMFILE and the like: wait a little rather than spin, and
+			// say so once per relay.
+			if !r.acceptFailed.Swap(true) {
+				r.logger.Warn("sandbox egress relay: accept failed; retrying every 50ms", "error", err)
+			}
 			t := time.NewTimer(50 * time.Millisecond)
 			select {
 			case <-t.C:
