@@ -134,6 +134,7 @@ type Stdio struct {
 	exited     chan struct{} // closed when the process has been reaped
 	stderrEOF  chan struct{} // closed when stderr has been read to its end
 	exitErr    error         // the result of Wait, valid after exited is closed
+	exitCause  error         // Launched.Exited's explanation of the exit, valid after exited is closed
 	done       chan struct{} // closed when the session has ended (see Done)
 	endedAlone bool          // the session ended before Close was called
 	bg         sync.WaitGroup
@@ -311,7 +312,7 @@ func (s *Stdio) fault(ctx context.Context, err error) error {
 			case <-s.stderrEOF:
 			case <-time.After(faultWait):
 			}
-			return fmt.Errorf("%w: server process %s%s", ErrConnectionLost, exitText(s.exitErr), s.stderrTail())
+			return s.exitFault()
 		case <-time.After(exitWait):
 			return fmt.Errorf("%w: server closed its stdout%s", ErrConnectionLost, s.stderrTail())
 		}

@@ -32,8 +32,11 @@ func (s *Stdio) Pid() int {
 
 // start starts the child (s.mu held): its pipes, its process (on a
 // goroutine locked to its thread, see containment.start, which then waits
-// for it), and the reader of its stderr. Errors wrap ErrStart; on error
-// nothing is left running or open.
+// for it), and the reader of its stderr. With StdioOptions.Launcher, the
+// launcher starts the process in place of the containment, and is told of
+// its exit (Launched.Exited). Errors wrap ErrStart (and whatever the
+// launcher's error wraps, ErrPermanent included); on error nothing is left
+// running or open.
 func (s *Stdio) start() error {
 	path := s.cmd.Path
 	if !strings.Contains(path, "/") {
@@ -68,14 +71,30 @@ func (s *Stdio) start() error {
 	go func() {
 		defer s.bg.Done()
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		cmd, _, err := s.contain.start(newCmd)
+		var (
+			cmd      *exec.Cmd
+			launched Launched
+			err      error
+		)
+		if s.opts.Launcher != nil {
+			cmd = newCmd()
+			launched, err = s.opts.Launcher.Launch(cmd)
+		} else {
+			cmd, _, err = s.contain.start(newCmd)
+		}
 		if err != nil {
 			startErr = err
 			close(started)
 			return
 		}
 		started <- cmd
-		s.exitErr = cmd.Wait()
+		werr := cmd.Wait()
+		if launched != nil {
+			// What the launcher knows of the exit (a sandbox limit that
+			// killed the server), wrapped into the fault (see fault).
+			s.exitCause = launched.Exited(werr)
+		}
+		s.exitErr = werr
 		close(exited)
 	}()
 	cmd, ok := <-started
@@ -110,6 +129,16 @@ func (s *Stdio) environ() []string {
 		env = append(env, k+"="+v)
 	}
 	return env
+}
+
+// exitFault is the fault of a reaped child: ErrConnectionLost with the
+// exit status and, when the launcher explained the exit (a sandbox limit),
+// its error wrapped too, so errors.Is finds both.
+func (s *Stdio) exitFault() error {
+	if s.exitCause != nil {
+		return fmt.Errorf("%w: server process %s: %w%s", ErrConnectionLost, exitText(s.exitErr), s.exitCause, s.stderrTail())
+	}
+	return fmt.Errorf("%w: server process %s%s", ErrConnectionLost, exitText(s.exitErr), s.stderrTail())
 }
 
 func exitText(err error) string {

@@ -1,0 +1,253 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/transport"
+)
+
+func TestMain(m *testing.M) {
+	before := goleak.IgnoreCurrent()
+	code := testutil.Main(m)
+	if code == 0 {
+		if err := goleak.Find(before); err != nil {
+			println("goleak:", err.Error())
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// needSandbox skips t where the kernel cannot run a strict sandbox.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	m := Probe()
+	if !m.UserNS || m.Landlock < LandlockABI || !m.Seccomp {
+		t.Skipf("the kernel does not offer a strict native sandbox: %+v", m)
+	}
+}
+
+type result struct {
+	stdout, stderr string
+	launchErr      error
+	waitErr        error
+	exitErr        error
+	pid            int
+}
+
+// runIn runs argv (argv[0] an absolute path) in a sandbox of spec, the way
+// the Stdio transport does: Launch on a goroutine locked to its thread,
+// Wait, then Exited.
+func runIn(t *testing.T, spec Spec, argv ...string) result {
+	t.Helper()
+	if spec.Command == "" {
+		spec.Command = argv[0]
+	}
+	if spec.Mode == "" {
+		spec.Mode = ModeStrict
+	}
+	if spec.Name == "" {
+		spec.Name = "test"
+	}
+	plan, err := spec.Plan()
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	l := New(plan, nil)
+	var out, errb bytes.Buffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, spec.Env...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		var r result
+		la, err := l.Launch(cmd)
+		if err != nil {
+			r.launchErr = err
+			done <- r
+			return
+		}
+		r.pid = cmd.Process.Pid
+		r.waitErr = cmd.Wait()
+		r.exitErr = la.Exited(r.waitErr)
+		r.stdout, r.stderr = out.String(), errb.String()
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(60 * time.Second):
+		t.Fatal("the sandboxed command did not finish in 60s")
+	}
+	return result{}
+}
+
+func sh(t *testing.T, spec Spec, script string) result {
+	t.Helper()
+	return runIn(t, spec, "/bin/sh", "-c", script)
+}
+
+// TestLaunchShell: a shell runs inside; it is PID 1, sees its own /proc,
+// has no capabilities and cannot read /root or the repository.
+func TestLaunchShell(t *testing.T) {
+	needSandbox(t)
+	r := sh(t, Spec{}, `echo pid=$$; grep -E '^Cap(Eff|Prm|Inh|Bnd|Amb)' /proc/self/status; ls /proc | grep -cE '^[0-9]+$'; ls -d /root/.ssh 2>&1; cat `+testutil.Root()+`/go.mod 2>&1 | head -1; echo done`)
+	if r.launchErr != nil {
+		t.Fatal(r.launchErr)
+	}
+	t.Logf("stdout:\n%s\nstderr:\n%s\nwait: %v", r.stdout, r.stderr, r.waitErr)
+	if r.waitErr != nil {
+		t.Fatalf("shell failed: %v", r.waitErr)
+	}
+	for _, want := range []string{"pid=1\n", "CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "done"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if strings.Contains(r.stdout, "module ") {
+		t.Error("the repository's go.mod is readable inside the sandbox")
+	}
+}
+
+// TestLaunchMCPServer: the project's Go MCP server runs inside through the
+// Stdio transport: it lists and calls tools, is PID 1 of its namespace
+// whose /proc lists only it, and nothing of it is left after Close.
+func TestLaunchMCPServer(t *testing.T) {
+	needSandbox(t)
+	fixture := testutil.Fixture(t)
+	spec := Spec{Name: "fixture", Mode: ModeStrict, Command: fixture}
+	plan, err := spec.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := transport.NewStdio(transport.Command{Path: fixture, Args: []string{"-proc"}, InheritEnv: []string{"PATH"}},
+		&transport.StdioOptions{Launcher: New(plan, nil), TerminateGrace: time.Second})
+	defer tr.Close()
+	if _, err := tr.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := tr.ListTools(context.Background())
+	if err != nil || len(tools) == 0 {
+		t.Fatalf("ListTools: %d tools, %v", len(tools), err)
+	}
+	res, err := tr.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "inside"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := res.Content[0].(*mcp.TextContent).Text; txt != "inside" {
+		t.Fatalf("echo: %q", txt)
+	}
+	res, err = tr.CallTool(context.Background(), &mcp.CallToolParams{Name: "proc_view", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Pid    int    `json:"pid"`
+		Self   string `json:"self"`
+		Listed []int  `json:"listed"`
+		CapEff string `json:"capEff"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Pid != 1 || v.Self != "1" || len(v.Listed) != 1 || v.Listed[0] != 1 || strings.Trim(v.CapEff, "0") != "" {
+		t.Fatalf("proc_view inside the sandbox: %s; want pid 1 alone, no capabilities", b)
+	}
+	pid := tr.Pid()
+	if err := tr.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	testutil.WaitGone(t, []int{pid}, 10*time.Second)
+}
+
+// TestLaunchAllowedPaths: an ro allowed path is readable and not
+// writable, an rw one writable (the write lands on the host), and nothing
+// else of the host is visible: not /root, not the repository, not
+// toolhost's processes.
+func TestLaunchAllowedPaths(t *testing.T) {
+	needSandbox(t)
+	roDir, rwDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(roDir, "in.txt"), []byte("readable\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{
+		{Guest: "/data", Host: roDir, Mode: sandbox.MountReadOnly},
+		{Guest: "/work", Host: rwDir, Mode: sandbox.MountReadWrite},
+	}}}
+	r := sh(t, spec, `cat /data/in.txt
+echo no > /data/out.txt 2>/dev/null && echo RO-WRITTEN
+echo yes > /work/out.txt && echo rw-ok
+touch /newfile 2>/dev/null && echo ROOT-WRITTEN
+ls /root 2>/dev/null | grep -v . ; ls -A $HOME | wc -l
+test -e `+testutil.Root()+` && echo REPO-VISIBLE
+test -e /proc/`+strconv.Itoa(os.Getpid())+` && echo TOOLHOST-VISIBLE
+cat /etc/shadow 2>/dev/null && echo SHADOW
+echo end`)
+	if r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
+	}
+	t.Logf("stdout:\n%s", r.stdout)
+	for _, bad := range []string{"RO-WRITTEN", "ROOT-WRITTEN", "REPO-VISIBLE", "TOOLHOST-VISIBLE", "SHADOW"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("inside the sandbox: %s", bad)
+		}
+	}
+	if !strings.Contains(r.stdout, "readable\nrw-ok\n") || !strings.Contains(r.stdout, "end") {
+		t.Errorf("stdout %q: want the ro file read and the rw write done", r.stdout)
+	}
+	if b, err := os.ReadFile(filepath.Join(rwDir, "out.txt")); err != nil || string(b) != "yes\n" {
+		t.Errorf("the rw write on the host: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(roDir, "out.txt")); err == nil {
+		t.Error("the ro write reached the host")
+	}
+}
+
+// TestLaunchEscapes: symbolic links (absolute, relative with .., dangling)
+// placed in an allowed path by the host side resolve inside the sandbox's
+// root; a hard link to a file outside the mount cannot be made; /proc/1
+// is the server itself.
+func TestLaunchEscapes(t *testing.T) {
+	needSandbox(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, to := range map[string]string{"abs": secret, "rel": "../../../../../../../../" + secret, "dangling": "/nonexistent/x", "root": "/"} {
+		if err := os.Symlink(to, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := Spec{Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{{Guest: "/work", Host: dir, Mode: sandbox.MountReadWrite}}}}
+	r := sh(t, spec, `cat /work/abs /work/rel /work/dangling /work/../../`+secret+` 2>/dev/null
+ln /etc/passwd /work/hard 2>/dev/null && echo HARDLINKED
+ln -s `+secret+` /work/new && cat /work/new 2>/dev/null
+cat /proc/1/root`+secret+` 2>/dev/null
+ls /work/root/ | tr '\n' ' '
+echo end`)
+	if r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
+	}
+	t.Logf("stdout:\n%s", r.stdout)
+	if strings.Contains(r.stdout, "SECRET") || strings.Contains(r.stdout, "HARDLINKED") || !strings.Contains(r.stdout, "end") {
+		t.Errorf("an escape worked: %q", r.stdout)
+	}
+}

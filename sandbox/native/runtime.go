@@ -1,0 +1,262 @@
+package native
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/toolhost/toolhost/sandbox"
+	"github.com/toolhost/toolhost/sandbox/native/internal/nsinit"
+)
+
+// entry is one Path with what the child needs to make it.
+type entry struct {
+	Path
+	kind    string // nsinit.Mount.Kind, or "file" (generated: content)
+	content string
+	size    int64
+}
+
+// runtimeDirs are the top-level directories of the runtime set, bound
+// read-only where they are directories and recreated as symbolic links
+// where they are links (usrmerge: /bin -> usr/bin).
+var runtimeDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// runtimeEtc are the /etc entries a runtime needs (globs, relative to
+// /etc): CA certificates, the dynamic linker's cache and configuration,
+// the alternatives links, the time zone, name service switch, MIME types
+// and the OS release.
+var runtimeEtc = []string{"ssl/certs", "ssl/openssl.cnf", "ca-certificates*", "alternatives", "ld.so.cache", "ld.so.conf*",
+	"localtime", "nsswitch.conf", "mime.types", "os-release"}
+
+// runtimeSet computes what the server sees: the runtime set, the private
+// paths and the allowed paths, sorted for mounting.
+func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
+	var es []entry
+	ro := func(guest, host, why string) {
+		es = append(es, entry{Path: Path{Guest: guest, Host: host, Mode: sandbox.MountReadOnly, Why: why}, kind: "bind"})
+	}
+	for _, d := range runtimeDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(d); err == nil {
+				es = append(es, entry{Path: Path{Guest: d, Host: t, Why: "runtime (symbolic link)"}, kind: "symlink"})
+			}
+		case fi.IsDir():
+			ro(d, d, "runtime")
+		}
+	}
+	for _, g := range runtimeEtc {
+		matches, _ := filepath.Glob(filepath.Join("/etc", g))
+		for _, m := range matches {
+			if r, err := filepath.EvalSymlinks(m); err == nil {
+				ro(m, r, "runtime")
+			}
+		}
+	}
+	covered := func(h string) bool {
+		for _, e := range es {
+			if e.kind == "bind" && under(h, e.Host) {
+				return true
+			}
+		}
+		return false
+	}
+	home := p.home
+	if home == "/" || (home != "" && covered(home)) {
+		home = ""
+	}
+	// The program's install prefix, and its interpreter's.
+	for _, prog := range append([]string{p.program}, p.interpreters()...) {
+		prefix := installPrefix(prog, home)
+		if prefix != "" && !covered(prefix) {
+			ro(prefix, prefix, "runtime (the program's install prefix)")
+		}
+	}
+	// pyenv's root when the program is under it (its shims run pyenv).
+	pyenv := envValue(p.Spec.Env, "PYENV_ROOT")
+	if pyenv == "" && home != "" {
+		pyenv = filepath.Join(home, ".pyenv")
+	}
+	if pyenv != "" && (under(p.Spec.Command, pyenv) || under(p.program, pyenv)) {
+		if r, err := filepath.EvalSymlinks(pyenv); err == nil && !covered(r) {
+			ro(pyenv, r, "runtime (pyenv root)")
+		}
+	}
+	// Language caches, read-only, where they exist.
+	var caches [][2]string
+	if c := envValue(p.Spec.Env, "npm_config_cache"); c != "" {
+		caches = append(caches, [2]string{c, "npm cache"})
+	} else if c := envValue(p.Spec.Env, "NPM_CONFIG_CACHE"); c != "" {
+		caches = append(caches, [2]string{c, "npm cache"})
+	} else if home != "" {
+		caches = append(caches, [2]string{filepath.Join(home, ".npm"), "npm cache"})
+	}
+	if c := envValue(p.Spec.Env, "UV_CACHE_DIR"); c != "" {
+		caches = append(caches, [2]string{c, "uv cache"})
+	} else if home != "" {
+		caches = append(caches, [2]string{filepath.Join(home, ".cache", "uv"), "uv cache"})
+	}
+	if home != "" {
+		caches = append(caches, [2]string{filepath.Join(home, ".local", "share", "uv"), "uv tools and Pythons"})
+	}
+	for _, c := range caches {
+		if !filepath.IsAbs(c[0]) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(c[0]); err == nil && !covered(r) {
+			ro(filepath.Clean(c[0]), r, "runtime ("+c[1]+")")
+		}
+	}
+	// HOME: an empty private tmpfs (the caches above are bound under it),
+	// unless an allowed path is HOME or above it.
+	if home != "" {
+		for _, a := range allowed {
+			if under(home, a.Guest) {
+				home = ""
+			}
+		}
+	}
+	if home != "" {
+		es = append(es, entry{Path: Path{Guest: home, Mode: sandbox.MountReadWrite, Why: "private (empty HOME)"}, kind: "tmpfs", size: p.Memory})
+	}
+	tmpAllowed := false
+	for _, a := range allowed {
+		if a.Guest == "/tmp" {
+			tmpAllowed = true
+		}
+	}
+	if !tmpAllowed {
+		es = append(es, entry{Path: Path{Guest: "/tmp", Mode: sandbox.MountReadWrite, Why: "private"}, kind: "tmpfs", size: p.Memory})
+	}
+	es = append(es,
+		entry{Path: Path{Guest: "/proc", Mode: sandbox.MountReadOnly, Why: "private (the server's PID namespace)"}, kind: "proc"},
+		entry{Path: Path{Guest: "/dev", Mode: sandbox.MountReadWrite, Why: "private (null, zero, full, random, urandom, tty, shm)"}, kind: "dev"})
+	for _, a := range allowed {
+		for _, e := range es {
+			if e.Guest == a.Guest {
+				return nil, fmt.Errorf("%w: server %q: allowed_paths %q: the runtime set has this path (%s)", ErrSpec, p.Spec.Name, a.Guest, e.Why)
+			}
+		}
+	}
+	es = append(es, allowed...)
+	// Generated /etc files.
+	for _, f := range p.etcFiles() {
+		es = append(es, entry{Path: Path{Guest: f.Target, Mode: sandbox.MountReadOnly, Why: "private (generated)"}, kind: "file", content: f.Content})
+	}
+	sortEntries(es)
+	// Drop runtime duplicates (the first wins).
+	out := es[:0]
+	for i, e := range es {
+		if i > 0 && e.Guest == es[i-1].Guest {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// installPrefix returns the directory of prog to make visible: its
+// directory's parent when that is a bin or sbin directory (a pyenv
+// version, /usr/local/go, a node install), else its directory; never /,
+// HOME or a directory above HOME (then only the program's own directory,
+// or the program alone).
+func installPrefix(prog, home string) string {
+	dir := filepath.Dir(prog)
+	prefix := dir
+	if b := filepath.Base(dir); b == "bin" || b == "sbin" {
+		prefix = filepath.Dir(dir)
+	}
+	bad := func(d string) bool { return d == "/" || (home != "" && under(home, d)) }
+	switch {
+	case !bad(prefix):
+		return prefix
+	case !bad(dir):
+		return dir
+	}
+	return prog
+}
+
+// interpreters returns the resolved interpreters of a script program
+// (#! line): the interpreter itself, or for /usr/bin/env the program it
+// runs, looked up in the server's PATH (else toolhost's).
+func (p *Plan) interpreters() []string {
+	f, err := os.Open(p.program)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if !strings.HasPrefix(line, "#!") || (err != nil && len(line) < 3) {
+		return nil
+	}
+	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if len(fields) == 0 {
+		return nil
+	}
+	interp := fields[0]
+	var out []string
+	if r, err := filepath.EvalSymlinks(interp); err == nil {
+		out = append(out, r)
+	}
+	if filepath.Base(interp) == "env" {
+		for _, a := range fields[1:] {
+			if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
+				continue
+			}
+			if lp := lookPath(a, envValue(p.Spec.Env, "PATH")); lp != "" {
+				if r, err := filepath.EvalSymlinks(lp); err == nil {
+					out = append(out, r)
+				}
+			}
+			break
+		}
+	}
+	return out
+}
+
+func lookPath(name, path string) string {
+	if path == "" {
+		lp, _ := exec.LookPath(name)
+		return lp
+	}
+	for _, d := range filepath.SplitList(path) {
+		c := filepath.Join(d, name)
+		if fi, err := os.Stat(c); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return c
+		}
+	}
+	return ""
+}
+
+// etcFiles are the generated /etc files: passwd and group with the
+// server's user (uid and gid mapped to themselves) and HOME, hosts and
+// resolv.conf for a namespace with only its own loopback (the relay
+// replaces them when the server has allowed hosts).
+func (p *Plan) etcFiles() []nsinit.File {
+	uid, gid := os.Getuid(), os.Getgid()
+	name, group := "root", "root"
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		name = u.Username
+	}
+	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
+		group = g.Name
+	}
+	home := p.home
+	if home == "" {
+		home = "/"
+	}
+	return []nsinit.File{
+		{Target: "/etc/passwd", Content: fmt.Sprintf("%s:x:%d:%d::%s:/bin/sh\n", name, uid, gid, home)},
+		{Target: "/etc/group", Content: fmt.Sprintf("%s:x:%d:\n", group, gid)},
+		{Target: "/etc/hosts", Content: "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
+		{Target: "/etc/resolv.conf", Content: "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n"},
+	}
+}
