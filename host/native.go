@@ -123,6 +123,10 @@ func serverEnv(s *config.Server) []string {
 	return env
 }
 
+// planSpec is native.Spec.Plan; tests replace it to simulate a kernel
+// without a mechanism.
+var planSpec = (*native.Spec).Plan
+
 // serverSandbox is a sandboxed stdio server's native sandbox: its plan and
 // Launcher, made at its first start and kept across restarts (the
 // Launcher counts the denials of every start). A plan that fails is made
@@ -160,7 +164,7 @@ func (sb *serverSandbox) get() (*native.Launcher, error) {
 	spec, _, err := ServerSandbox(sb.cfg, sb.name)
 	var plan *native.Plan
 	if err == nil {
-		plan, err = spec.Plan()
+		plan, err = planSpec(spec)
 	}
 	if err != nil {
 		if !errors.Is(err, transport.ErrStart) {
