@@ -175,4 +175,3 @@ func TestStatusDenials(t *testing.T) {
 		t.Errorf("status lacks best-effort's missing mechanisms:\n%s", out)
 	}
 }
-
