@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/sandbox/native"
@@ -173,5 +174,19 @@ func TestStatusDenials(t *testing.T) {
 	}
 	if !strings.Contains(out, "best-effort (missing: seccomp)") {
 		t.Errorf("status lacks best-effort's missing mechanisms:\n%s", out)
+	}
+}
+
+// TestReadmeSandboxConfig: the README's example of a sandboxed server
+// loads, with the effective sandbox it describes.
+func TestReadmeSandboxConfig(t *testing.T) {
+	src := block(t, mdBlocks(t, filepath.Join(testutil.Root(), "README.md")), "Isolating native servers", "toml", 0)
+	cfg, err := config.Parse([]byte(src), &config.Options{Name: "README.md", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("the README's sandbox example does not load:\n%v", err)
+	}
+	s := cfg.Servers["files"]
+	if s.Sandbox != config.SandboxStrict || len(s.Mounts) != 1 || !s.Mounts[0].ReadWrite || s.Pids != 128 || s.Memory != 512<<20 {
+		t.Errorf("files: %+v", s)
 	}
 }
