@@ -17,6 +17,61 @@
 // the kernel allows, relays its allowed egress (package sandbox/egress's
 // allowlist, shared with plugins), and classifies its exit.
 //
+// # What a sandboxed server sees
+//
+// Spec.Plan computes it; Plan.Lines (toolhost check) prints it. In mount
+// order, by guest path (a path before the paths below it):
+//
+//   - the runtime set, read-only: /usr, /bin, /sbin, /lib, /lib32, /lib64
+//     and /libx32 where they exist (the usrmerge symbolic links, /bin ->
+//     usr/bin, recreated as links); from /etc only ssl/certs,
+//     ssl/openssl.cnf, ca-certificates*, alternatives, ld.so.cache,
+//     ld.so.conf*, localtime, nsswitch.conf, mime.types and os-release
+//     (symbolic links resolved); the program's install prefix when it is
+//     outside those (the resolved program's directory, or that
+//     directory's parent when it is a bin or sbin directory: a pyenv
+//     version, /usr/local/go, a Node.js install; never /, HOME or a
+//     directory above HOME, then only the program's directory or the
+//     program), and the same for a script's interpreter (its #! line;
+//     for /usr/bin/env, the program it runs, looked up in the server's
+//     PATH); the pyenv root (PYENV_ROOT, else $HOME/.pyenv) when the
+//     program is under it; the language caches that exist: npm
+//     (npm_config_cache or NPM_CONFIG_CACHE in the server's env, else
+//     $HOME/.npm), uv (UV_CACHE_DIR, else $HOME/.cache/uv) and
+//     $HOME/.local/share/uv;
+//   - HOME (HOME in the server's env, else toolhost's): an empty private
+//     tmpfs, read-write, under which the caches above are bound (none when
+//     an allowed path is HOME or above it); HOME is added to the server's
+//     env when it has none;
+//   - /tmp: a private tmpfs, read-write, capped at the memory limit
+//     (unless an allowed path is /tmp);
+//   - /proc: a fresh procfs of the server's PID namespace (it lists only
+//     the server's processes), with sys, sysrq-trigger, irq and bus
+//     read-only;
+//   - /dev: a read-only tmpfs with the device nodes null, zero, full,
+//     random, urandom and tty bound from the host, the links fd, stdin,
+//     stdout and stderr into /proc/self/fd, and a private /dev/shm tmpfs;
+//   - generated, read-only: /etc/passwd and /etc/group (toolhost's uid and
+//     gid, which the user namespace maps to themselves, with HOME),
+//     /etc/hosts (localhost) and /etc/resolv.conf (the egress part
+//     replaces these two when the server has allowed hosts);
+//   - allowed_paths, each at its guest path, read-only or read-write.
+//
+// Every bind mount is nosuid and nodev; the root itself is a read-only
+// tmpfs. Nothing else of the host is visible. Landlock repeats the same
+// list (read and execute on the read-only paths, all rights on the
+// read-write ones and the device nodes, listing directory names from /
+// down), so a path that a mount mistake exposed stays closed.
+//
+// # Mechanisms
+//
+// User namespaces are needed in both modes (nothing can be built without
+// them); strict mode also needs Landlock ABI 7 and seccomp and fails with
+// ErrUnavailable naming what is missing; best-effort lists what is missing
+// in Plan.Missing. Memory and pids are enforced by cgroups where toolhost
+// can create them (v2 delegated, else v1), else by the rlimits AS and
+// NPROC.
+//
 // Launcher implements transport.Launcher; the host sets one on every stdio
 // server whose effective sandbox mode is not "off".
 package native

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -18,6 +19,10 @@ import (
 	"github.com/toolhost/toolhost/sandbox/native/internal/nsinit"
 	"github.com/toolhost/toolhost/transport"
 )
+
+// setupTimeout bounds the child's set-up, from its start to the server's
+// execve: 30s (it takes milliseconds; a stuck file system can hold it).
+var setupTimeout = 30 * time.Second
 
 // exe is the executable re-executed as the child: this one, as the kernel
 // knows it.
@@ -112,8 +117,10 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 	lnParent, lnChild := os.NewFile(uintptr(fds[0]), "listeners"), os.NewFile(uintptr(fds[1]), "listeners-child")
 	files = append(files, lnParent, lnChild)
 
+	// The child is this executable with an empty environment; the
+	// server's program, argv, env and dir travel in the Config. cmd gets
+	// them back (the env with the launcher's additions) once started.
 	path, args, dir := cmd.Path, cmd.Args, cmd.Dir
-	cmd.Env = cfg.Env
 	cmd.Path, cmd.Args, cmd.Env, cmd.Dir = exe, []string{nsinit.Arg0}, []string{}, "/"
 	cmd.ExtraFiles = []*os.File{statusW, cfgR, lnChild}
 	cmd.SysProcAttr = sysProcAttr()
@@ -135,7 +142,11 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 		release()
 		return nil, err
 	}
+	// A set-up that hangs (a stuck file system under a bind source, say)
+	// is a start failure, not a hang.
+	timer := time.AfterFunc(setupTimeout, func() { _ = cmd.Process.Kill() })
 	if err := lim.add(cmd.Process.Pid); err != nil {
+		timer.Stop()
 		return abort(err)
 	}
 	// A failed write means the child is gone: its status says why.
@@ -149,6 +160,9 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 	lnParent.Close()
 	status, rerr := io.ReadAll(io.LimitReader(statusR, 4096))
 	statusR.Close()
+	if !timer.Stop() {
+		status, rerr = nil, fmt.Errorf("the set-up took longer than %v and was stopped", setupTimeout)
+	}
 	if rerr != nil || len(status) > 0 || werr != nil || lerr != nil {
 		for _, ln := range lns {
 			ln.Close()
@@ -158,7 +172,7 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 		case len(status) > 0:
 			err = parseStatus(p.Spec.Name, status)
 		case rerr != nil:
-			err = fmt.Errorf("%w: server %q: reading the sandbox's status: %w", ErrSetup, p.Spec.Name, rerr)
+			err = fmt.Errorf("%w: server %q: %w", ErrSetup, p.Spec.Name, rerr)
 		case werr != nil:
 			err = fmt.Errorf("%w: server %q: writing the sandbox's configuration: %w", ErrSetup, p.Spec.Name, werr)
 		default:
@@ -210,8 +224,12 @@ func parseStatus(name string, b []byte) error {
 	}
 	n, _ := strconv.Atoi(parts[1])
 	e := &SetupError{Server: name, Stage: parts[0], Errno: syscall.Errno(n), Msg: parts[2], kind: ErrSetup}
-	if e.Stage == "mount / private" && e.Errno == syscall.EPERM {
-		e.kind = ErrUnavailable // a mount namespace the kernel (or an LSM) does not let us use
+	if (e.Stage == "mount / private" || e.Stage == "mount /proc") && e.Errno == syscall.EPERM {
+		// A mount namespace the kernel or an LSM does not let us use, or
+		// a procfs it will not mount in a user namespace (a container
+		// whose /proc has masked paths): starting again cannot help.
+		e.kind = ErrUnavailable
+		return permanent(e)
 	}
 	return e
 }

@@ -1,9 +1,13 @@
 package native
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +26,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "launch-sleep" {
+		helperLaunchSleep()
+		return
+	}
 	before := goleak.IgnoreCurrent()
 	code := testutil.Main(m)
 	if code == 0 {
@@ -250,4 +258,159 @@ echo end`)
 	if strings.Contains(r.stdout, "SECRET") || strings.Contains(r.stdout, "HARDLINKED") || !strings.Contains(r.stdout, "end") {
 		t.Errorf("an escape worked: %q", r.stdout)
 	}
+}
+
+// TestLaunchLandlockSecondWall: an abstract Unix socket of toolhost's
+// namespace is unreachable; the Landlock ruleset holds inside the
+// mounts: /proc is read-only to the server although procfs lets a process
+// write its own /proc/self/comm; TCP connect(2) to a port of the
+// namespace's own loopback that is not a relay port is refused by
+// Landlock (EACCES), not by an absent listener; no_new_privs is set.
+func TestLaunchLandlockSecondWall(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	// An abstract Unix socket of toolhost's network namespace.
+	name := fmt.Sprintf("toolhost-native-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := sh(t, Spec{}, `grep NoNewPrivs /proc/self/status
+/usr/bin/python3 -c '
+import socket, errno
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0`+name+`"); print("ABSTRACT-CONNECTED")
+except OSError as e:
+    print("abstract", errno.errorcode[e.errno])
+' 
+(echo x > /proc/self/comm) 2>&1 | grep -q 'Permission denied' && echo comm-denied
+/usr/bin/python3 -c '
+import socket, errno
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+c = socket.socket()
+try:
+    c.connect(s.getsockname()); print("CONNECTED")
+except OSError as e:
+    print("connect", errno.errorcode[e.errno])
+'`)
+	if r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
+	}
+	t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	if strings.Contains(r.stdout, "ABSTRACT-CONNECTED") {
+		t.Error("the server reached an abstract Unix socket of toolhost's namespace")
+	}
+	for _, want := range []string{"NoNewPrivs:\t1", "comm-denied", "connect EACCES", "abstract "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+}
+
+// TestLaunchMountTargetSymlink: a symbolic link that a previous run left
+// in an rw allowed path, where a nested allowed path is mounted, is
+// refused at set-up (the mount would land where the link points), with the
+// stage and the reason.
+func TestLaunchMountTargetSymlink(t *testing.T) {
+	needSandbox(t)
+	work, data := t.TempDir(), t.TempDir()
+	if err := os.Symlink("/usr/bin", filepath.Join(work, "data")); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{
+		{Guest: "/work", Host: work, Mode: sandbox.MountReadWrite},
+		{Guest: "/work/data", Host: data, Mode: sandbox.MountReadWrite},
+	}}}
+	r := sh(t, spec, "true")
+	var se *SetupError
+	if !errors.As(r.launchErr, &se) || se.Stage != "mount /work/data" || !strings.Contains(se.Msg, "symbolic link") {
+		t.Fatalf("launch: %v; want a SetupError at mount /work/data naming the symbolic link", r.launchErr)
+	}
+}
+
+// TestLaunchLimits: through the launcher, a memory balloon and a fork
+// bomb end at their limits and Exited reports ErrMemoryLimit and
+// ErrPidsLimit (the limits part's classification, fed by this launch).
+func TestLaunchLimits(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	if Probe().Cgroup == "" {
+		t.Skip("no cgroup to create: the rlimits fallback stops the server without telling which limit")
+	}
+	spec := Spec{Capabilities: sandbox.Capabilities{Memory: 64 << 20}, Pids: 16}
+	r := runIn(t, spec, "/usr/bin/python3", "-c", "b = [bytearray(8 << 20) for _ in range(64)]")
+	if r.launchErr != nil {
+		t.Fatal(r.launchErr)
+	}
+	if !errors.Is(r.exitErr, ErrMemoryLimit) {
+		t.Errorf("memory balloon: wait %v, exited %v; want ErrMemoryLimit; stderr %s", r.waitErr, r.exitErr, r.stderr)
+	}
+	r = sh(t, spec, `i=0; while [ $i -lt 64 ]; do sleep 5 & i=$((i+1)); done; wait`)
+	if r.launchErr != nil {
+		t.Fatal(r.launchErr)
+	}
+	if !errors.Is(r.exitErr, ErrPidsLimit) {
+		t.Errorf("fork bomb: wait %v, exited %v; want ErrPidsLimit; stderr %s", r.waitErr, r.exitErr, r.stderr)
+	}
+}
+
+// helperEnv makes the test binary a helper process (see TestMain).
+const helperEnv = "TOOLHOST_NATIVE_TEST_HELPER"
+
+// helperLaunchSleep launches "sleep 1000" sandboxed, prints the server's
+// PID and blocks until it is killed.
+func helperLaunchSleep() {
+	spec := Spec{Name: "sleep", Mode: ModeStrict, Command: "/bin/sleep"}
+	plan, err := spec.Plan()
+	if err != nil {
+		println("plan:", err.Error())
+		os.Exit(2)
+	}
+	runtime.LockOSThread()
+	cmd := exec.Command("/bin/sleep", "1000")
+	if _, err := New(plan, nil).Launch(cmd); err != nil {
+		println("launch:", err.Error())
+		os.Exit(2)
+	}
+	fmt.Println(cmd.Process.Pid)
+	select {}
+}
+
+// TestLaunchToolhostKilled: when toolhost dies by SIGKILL, its sandboxed
+// server (and with it the server's PID namespace) dies too: the death
+// signal survives the child's set-up (dropping capabilities does not
+// clear it).
+func TestLaunchToolhostKilled(t *testing.T) {
+	needSandbox(t)
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), helperEnv+"=launch-sleep")
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	helper.Stderr = &errb
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Wait()
+	defer helper.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil {
+		t.Fatalf("helper: %q, %v; stderr %s", line, err, errb.String())
+	}
+	if !testutil.Alive(pid) {
+		t.Fatalf("the sandboxed sleep %d is not running", pid)
+	}
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitGone(t, []int{pid}, 10*time.Second)
 }

@@ -13,11 +13,6 @@ func probeLandlock() int {
 	return v
 }
 
-func probeSeccomp() bool {
-	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
-	return err == nil
-}
-
 func hasCapSysAdmin() bool {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
