@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 )
@@ -85,6 +86,14 @@ func (l *loader) serverSandbox(s *Server, key toml.Key) {
 	}
 	l.allowedHosts(k("allowed_hosts"), s.AllowedHosts)
 	s.Mounts = l.allowedPaths(k("allowed_paths"), s.AllowedPaths)
+	for _, m := range s.Mounts {
+		switch {
+		case m.Guest == "/":
+			l.errorf(append(k("allowed_paths"), m.Guest), "a server's guest path cannot be /: the sandbox builds its root (the runtime set); mount at a directory such as \"/work\"")
+		case underDir(m.Guest, "/proc") || underDir(m.Guest, "/dev"):
+			l.errorf(append(k("allowed_paths"), m.Guest), "%q is under /proc or /dev, which the sandbox makes for the server: mount elsewhere", m.Guest)
+		}
+	}
 	if set["memory"] && s.Memory < minServerMemory && !l.reported(k("memory")) {
 		l.errorf(k("memory"), "%s is too small to start a server: use at least %q, or remove the key for the sandbox's default (1GiB)", s.Memory, Size(minServerMemory).String())
 	}
@@ -104,3 +113,6 @@ func (l *loader) serverSandbox(s *Server, key toml.Key) {
 		}
 	}
 }
+
+// underDir reports whether p is dir or below it.
+func underDir(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }

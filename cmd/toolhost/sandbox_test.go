@@ -71,7 +71,7 @@ command = "@FIXTURE@"
 }
 
 // TestCLICheckSandboxCannotRun: a sandbox the native sandbox refuses (an
-// allowed path under /proc, which is the sandbox's own) makes check fail
+// allowed path at a path of the runtime set, /usr) makes check fail
 // with the reason, naming the server, before anything starts; the
 // configuration's own errors (an allowed path that does not exist) come
 // first, with their line and key.
@@ -80,11 +80,11 @@ func TestCLICheckSandboxCannotRun(t *testing.T) {
 [servers.boxed]
 command = "@FIXTURE@"
 sandbox = "strict"
-allowed_paths = { "/proc/self/x" = "/usr" }
+allowed_paths = { "/usr" = "/usr" }
 `)
 	code, stdout, stderr := runCLI("--config", cfg, "check")
 	if code != exitUsage || !strings.Contains(stdout, "server boxed: sandbox strict: CANNOT RUN") ||
-		!strings.Contains(stderr, `toolhost: server boxed: sandbox = "strict": `+native.ErrSpec.Error()) || !strings.Contains(stderr, "/proc") {
+		!strings.Contains(stderr, `toolhost: server boxed: sandbox = "strict": `+native.ErrSpec.Error()) || !strings.Contains(stderr, "the runtime set has this path") {
 		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
 	}
 
