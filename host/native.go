@@ -150,8 +150,8 @@ func newServerSandbox(cfg *config.Config, s *config.Server, logger hclog.Logger)
 	return &serverSandbox{cfg: cfg, name: s.Name, mode: s.Sandbox, logger: logger}
 }
 
-// get returns the Launcher, planning the sandbox first if no start has
-// yet. Errors wrap transport.ErrStart; those restarting cannot cure (a
+// get returns the Launcher, planning the sandbox first if no earlier
+// start did. Errors wrap transport.ErrStart; those restarting cannot cure (a
 // mechanism that strict mode needs and the kernel lacks,
 // native.ErrUnavailable; a spec the sandbox refuses, native.ErrSpec) are
 // also a *transport.PermanentError.
@@ -171,8 +171,10 @@ func (sb *serverSandbox) get() (*native.Launcher, error) {
 			err = fmt.Errorf("%w: native sandbox (sandbox = %q): %w", transport.ErrStart, sb.mode, err)
 		}
 		switch {
+		case errors.Is(err, native.ErrUnavailable) && sb.mode == config.SandboxStrict:
+			err = &transport.PermanentError{Reason: "the kernel lacks a mechanism sandbox = \"strict\" needs (set sandbox = \"best-effort\" to run with what it offers)", Err: err}
 		case errors.Is(err, native.ErrUnavailable):
-			err = &transport.PermanentError{Reason: fmt.Sprintf("the kernel lacks a mechanism sandbox = %q needs (set sandbox = \"best-effort\" to run with what it offers)", sb.mode), Err: err}
+			err = &transport.PermanentError{Reason: "the kernel lacks a mechanism every native sandbox needs (the error names it)", Err: err}
 		case errors.Is(err, native.ErrSpec):
 			err = &transport.PermanentError{Reason: "the server's sandbox configuration is invalid", Err: err}
 		}

@@ -193,8 +193,11 @@ command = "@FIXTURE@"
 // backend keeps serving.
 func TestSandboxPlanFailureKeepsOthers(t *testing.T) {
 	restore := host.SetPlanSpec(func(s *native.Spec) (*native.Plan, error) {
-		if s.Name == "nokernel" {
+		switch s.Name {
+		case "nokernel":
 			return nil, fmt.Errorf("%w: server %q: sandbox = \"strict\" needs seccomp, which this kernel does not offer", native.ErrUnavailable, s.Name)
+		case "nousers":
+			return nil, fmt.Errorf("%w: server %q: user namespaces are not offered", native.ErrUnavailable, s.Name)
 		}
 		return s.Plan()
 	})
@@ -204,6 +207,10 @@ func TestSandboxPlanFailureKeepsOthers(t *testing.T) {
 [servers.nokernel]
 command = "@FIXTURE@"
 sandbox = "strict"
+
+[servers.nousers]
+command = "@FIXTURE@"
+sandbox = "best-effort"
 
 [servers.nodir]
 command = "@FIXTURE@"
@@ -218,12 +225,14 @@ max_restarts = 0
 [servers.plain]
 command = "@FIXTURE@"
 `)
+	statusSandbox := map[string]string{"nokernel": "strict", "nousers": "best-effort", "nodir": "strict"}
 	for _, c := range []struct {
 		name string
 		is   error
 		msg  string
 	}{
 		{"nokernel", native.ErrUnavailable, `set sandbox = "best-effort"`},
+		{"nousers", native.ErrUnavailable, "every native sandbox needs"},
 		{"nodir", native.ErrSpec, "allowed_paths"},
 	} {
 		st := waitState(t, h, c.name, host.StateFailed)
@@ -233,8 +242,8 @@ command = "@FIXTURE@"
 		if !strings.Contains(st.LastError, c.msg) || st.Restarts != 0 {
 			t.Errorf("%s: last error %q (want it to say %q), %d restarts (want 0)", c.name, st.LastError, c.msg, st.Restarts)
 		}
-		if st.Sandbox != "strict" {
-			t.Errorf("%s: status sandbox %q, want strict", c.name, st.Sandbox)
+		if want := statusSandbox[c.name]; st.Sandbox != want {
+			t.Errorf("%s: status sandbox %q, want %q", c.name, st.Sandbox, want)
 		}
 		if host.SandboxLauncher(h, c.name) != nil {
 			t.Errorf("%s: a Launcher was made for a sandbox that failed", c.name)
