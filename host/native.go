@@ -168,7 +168,7 @@ func (sb *serverSandbox) get() (*native.Launcher, error) {
 	}
 	if err != nil {
 		if !errors.Is(err, transport.ErrStart) {
-			err = fmt.Errorf("%w: native sandbox (sandbox = %q): %w", transport.ErrStart, sb.mode, err)
+			err = fmt.Errorf("%w: %w", transport.ErrStart, err) // native's errors name the server, the mode and the step
 		}
 		switch {
 		case errors.Is(err, native.ErrUnavailable) && sb.mode == config.SandboxStrict:
