@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -413,4 +416,51 @@ func TestLaunchToolhostKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitGone(t, []int{pid}, 10*time.Second)
+}
+
+// TestLaunchEgress: with allowed_hosts, the server reaches an allowed
+// loopback host of toolhost's namespace through the relay's transparent
+// forward (a client that ignores the proxy variables), and not a denied
+// one; the Landlock connect rule lets the relay's ports through. Without
+// allowed_hosts, nothing is reachable. (The relay's own tests cover the
+// proxy.)
+func TestLaunchEgress(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	serve := func(body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) }))
+		t.Cleanup(srv.Close)
+		return strings.TrimPrefix(srv.URL, "http://")
+	}
+	allowed, denied := serve("ALLOWED"), serve("DENIED")
+	script := `
+import urllib.request
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+for u in ["http://` + allowed + `/", "http://` + denied + `/"]:
+    try:
+        print(u, opener.open(u, timeout=5).read().decode())
+    except Exception as e:
+        print(u, "refused", type(e).__name__)
+`
+	spec := Spec{Capabilities: sandbox.Capabilities{Hosts: []string{allowed}}}
+	r := runIn(t, spec, "/usr/bin/python3", "-c", script)
+	if r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
+	}
+	t.Logf("stdout:\n%s", r.stdout)
+	if strings.Contains(r.stdout, "DENIED") {
+		t.Error("the server reached a host not allowed")
+	}
+	if !strings.Contains(r.stdout, "ALLOWED") {
+		t.Error("the server did not reach the allowed host")
+	}
+	r = runIn(t, Spec{}, "/usr/bin/python3", "-c", script)
+	if r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
+	}
+	if strings.Contains(r.stdout, "ALLOWED") || strings.Contains(r.stdout, "DENIED") {
+		t.Errorf("without allowed_hosts the server reached a host:\n%s", r.stdout)
+	}
 }
