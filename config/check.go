@@ -40,13 +40,16 @@ type CheckOptions struct {
 //   - with CheckOptions.Module, it is a module of a supported plugin ABI
 //     whose declared minimum memory fits under its memory cap (memory,
 //     default CheckOptions.DefaultMemory);
+//   - every allowed_paths entry (a plugin's, a sandboxed server's) names
+//     an existing directory, symbolic links followed, as the sandboxes
+//     need when they start the backend;
 //   - every stdio server's command exists: looked up in PATH when it has no
 //     slash, else relative to the configuration file's directory, and is an
 //     executable file.
 //
 // It returns nil or an ErrorList, sorted by line, each *Error naming the
 // file, line and key as Load's do (plugins.NAME.path, plugins.NAME.memory,
-// servers.NAME.command). A URL is never dialled: whether an HTTP server is
+// servers.NAME.command, servers.NAME.allowed_paths."/GUEST"). A URL is never dialled: whether an HTTP server is
 // up is a question for the running host (toolhost status).
 func (c *Config) Check(opts *CheckOptions) error {
 	var o CheckOptions
@@ -86,9 +89,15 @@ func (c *Config) Check(opts *CheckOptions) error {
 			add(key, err, "%s: %v", path, err)
 		}
 	}
+	for _, name := range c.ServerNames() {
+		if s := c.Servers[name]; s.IsStdio() {
+			checkMounts(toml.Key{"servers", name, "allowed_paths"}, s.Mounts, add)
+		}
+	}
 	for _, name := range c.PluginNames() {
 		p := c.Plugins[name]
 		key := toml.Key{"plugins", name}
+		checkMounts(append(key[:len(key):len(key)], "allowed_paths"), p.Mounts, add)
 		st, err := os.Stat(p.Path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -126,6 +135,22 @@ func (c *Config) Check(opts *CheckOptions) error {
 	}
 	errs.sort()
 	return errs
+}
+
+// checkMounts reports the mounts whose host path is not an existing
+// directory, keyed key."GUEST".
+func checkMounts(key toml.Key, mounts []Mount, add func(toml.Key, error, string, ...any)) {
+	for _, m := range mounts {
+		mk := append(key[:len(key):len(key)], m.Guest)
+		switch st, err := os.Stat(m.Host); {
+		case errors.Is(err, fs.ErrNotExist):
+			add(mk, err, "%s does not exist: create the directory or fix the path (relative paths are relative to the configuration file)", m.Host)
+		case err != nil:
+			add(mk, err, "%v", err)
+		case !st.IsDir():
+			add(mk, nil, "%s is not a directory: allowed_paths maps a guest path to a host directory", m.Host)
+		}
+	}
 }
 
 // executable reports why path is not an executable regular file.

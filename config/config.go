@@ -99,7 +99,29 @@ type Host struct {
 	// Empty (the default): the roots capability is not declared, unless
 	// the embedder sets host.Options.Roots.
 	Roots []string `toml:"roots"`
+
+	// Sandbox is the sandbox mode of every stdio server whose own sandbox
+	// key is not set (key sandbox): SandboxOff (the default),
+	// SandboxStrict or SandboxBestEffort. See Server.Sandbox.
+	Sandbox string `toml:"sandbox"`
 }
+
+// Sandbox modes (the sandbox keys of [host] and [servers.NAME]).
+const (
+	// SandboxOff runs a stdio server unsandboxed, with the default
+	// containment (its own PID namespace and /proc, the env scrub).
+	SandboxOff = "off"
+	// SandboxStrict runs it in the native sandbox (package
+	// sandbox/native); a mechanism the kernel does not offer is a start
+	// failure that names it, never a silent fallback.
+	SandboxStrict = "strict"
+	// SandboxBestEffort runs it with every mechanism the kernel offers;
+	// toolhost check and status list what is missing.
+	SandboxBestEffort = "best-effort"
+)
+
+// SandboxModes are the values the sandbox keys accept.
+var SandboxModes = []string{SandboxOff, SandboxStrict, SandboxBestEffort}
 
 // Server is one [servers.NAME] table: an external MCP server reached over
 // stdio (command set) or Streamable HTTP (url set); exactly one of the two.
@@ -140,6 +162,30 @@ type Server struct {
 
 	// Timeout overrides [host] call_timeout for this server's calls.
 	Timeout Duration `toml:"timeout"`
+
+	// Sandbox is a stdio server's sandbox mode (key sandbox): SandboxOff,
+	// SandboxStrict or SandboxBestEffort. Unset, it is [host] sandbox,
+	// itself default "off"; Load fills in the effective mode of every
+	// stdio server (empty for an HTTP server, which has no sandbox key).
+	Sandbox string `toml:"sandbox" json:",omitempty"`
+	// AllowedPaths, AllowedHosts and Memory are the plugins' keys, with
+	// the same grammar and checks (see Plugin), enforced on a sandboxed
+	// stdio server's process by the native sandbox; Mounts is
+	// AllowedPaths parsed, sorted by Guest (no Quota: mount_quota is not
+	// supported for servers). Memory caps the server's memory (cgroup
+	// memory, else its address space; 0: the sandbox's default, 1GiB).
+	// They need a sandbox: on a server whose effective sandbox is "off"
+	// they are errors, since nothing would enforce them.
+	AllowedPaths map[string]string `toml:"allowed_paths" json:",omitempty"`
+	Mounts       []Mount           `toml:"-" json:",omitempty"`
+	AllowedHosts []string          `toml:"allowed_hosts" json:",omitempty"`
+	Memory       Size              `toml:"memory" json:",omitempty"`
+	// Pids caps the processes and threads of a sandboxed server, together
+	// (key pids, at least 1; 0: the sandbox's default, 256).
+	Pids int `toml:"pids" json:",omitempty"`
+	// MountQuota is only read to be refused with a clear error: the native
+	// sandbox has no per-mount quota.
+	MountQuota map[string]Size `toml:"mount_quota" json:"-"`
 
 	// LogLevel is sent to the server with logging/setLevel after every
 	// initialize when it declares the logging capability (key log_level):

@@ -129,6 +129,9 @@ type loader struct {
 	validating bool // errors no longer mark keys bad
 	// typos holds the tables that have an unknown key.
 	typos map[string]bool
+	// defaultSandbox is [host] sandbox once validated: the default of the
+	// servers' sandbox keys.
+	defaultSandbox string
 }
 
 func parse(data []byte, o Options, path string) (*Config, error) {

@@ -55,6 +55,7 @@ func (l *loader) validate(cfg *Config) {
 	}
 	l.compileRedact(h)
 	l.roots(toml.Key{"host", "roots"}, h.Roots)
+	l.hostSandbox(h)
 
 	// Names: unique across servers and plugins, reported on the later one.
 	type backend struct {
@@ -208,6 +209,7 @@ func (l *loader) validateServer(s *Server, key toml.Key) {
 		l.errorf(k("log_level"), "%q is not an MCP log level: use one of %s", s.LogLevel, strings.Join(LogLevels, ", "))
 	}
 	l.roots(k("roots"), s.Roots)
+	l.serverSandbox(s, key)
 	s.ToolRules, s.DenyToolRules = l.backendTools(key, s.Tools, s.DenyTools)
 	l.validateSupervision(&s.Supervision, key, s.IsStdio())
 }
@@ -289,38 +291,10 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 	if p.Instances < 0 || p.Instances > maxInstances {
 		l.errorf(k("instances"), "%d is out of range: use 1 to %d, or remove the key for the sandbox default", p.Instances, maxInstances)
 	}
-	for i, h := range p.AllowedHosts {
-		lh, err := hostGlob(h)
-		if err != nil {
-			l.errorf(k("allowed_hosts"), "element %d %q: %v", i+1, h, err)
-			continue
-		}
-		p.AllowedHosts[i] = lh
-	}
-	p.Mounts = nil
-	for _, guest := range slices.Sorted(maps.Keys(p.AllowedPaths)) {
-		pk := append(k("allowed_paths"), guest)
-		if !path.IsAbs(guest) || path.Clean(guest) != guest {
-			l.errorf(pk, "guest path %q must be absolute and clean, like \"/data\"", guest)
-			continue
-		}
-		m := Mount{Guest: guest}
-		v := p.AllowedPaths[guest]
-		switch {
-		case strings.HasPrefix(v, "rw:"):
-			m.ReadWrite, v = true, v[3:]
-		case strings.HasPrefix(v, "ro:"):
-			v = v[3:]
-		}
-		if v == "" {
-			l.errorf(pk, "no host directory: write \"ro:HOSTDIR\", \"rw:HOSTDIR\" or \"HOSTDIR\" (read-only)")
-			continue
-		}
-		m.Host = resolvePath(l.dir, v)
-		if q, ok := p.MountQuota[guest]; ok {
-			m.Quota = q
-		}
-		p.Mounts = append(p.Mounts, m)
+	l.allowedHosts(k("allowed_hosts"), p.AllowedHosts)
+	p.Mounts = l.allowedPaths(k("allowed_paths"), p.AllowedPaths)
+	for i := range p.Mounts {
+		p.Mounts[i].Quota = p.MountQuota[p.Mounts[i].Guest]
 	}
 	for _, guest := range slices.Sorted(maps.Keys(p.MountQuota)) {
 		qk := append(k("mount_quota"), guest)
@@ -365,6 +339,49 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 	l.validateSupervision(&p.Supervision, key, false)
 }
 
+// allowedHosts checks an allowed_hosts list (a plugin's or a sandboxed
+// server's) and lowercases its entries in place (see hostGlob).
+func (l *loader) allowedHosts(key toml.Key, hosts []string) {
+	for i, h := range hosts {
+		lh, err := hostGlob(h)
+		if err != nil {
+			l.errorf(key, "element %d %q: %v", i+1, h, err)
+			continue
+		}
+		hosts[i] = lh
+	}
+}
+
+// allowedPaths parses an allowed_paths table (a plugin's or a sandboxed
+// server's): guest path (absolute, clean) → "ro:HOSTDIR", "rw:HOSTDIR" or
+// "HOSTDIR" (read-only), the host directory relative to the configuration
+// file. It returns the mounts sorted by guest path (no quota).
+func (l *loader) allowedPaths(key toml.Key, paths map[string]string) []Mount {
+	var mounts []Mount
+	for _, guest := range slices.Sorted(maps.Keys(paths)) {
+		pk := append(key[:len(key):len(key)], guest)
+		if !path.IsAbs(guest) || path.Clean(guest) != guest {
+			l.errorf(pk, "guest path %q must be absolute and clean, like \"/data\"", guest)
+			continue
+		}
+		m := Mount{Guest: guest}
+		v := paths[guest]
+		switch {
+		case strings.HasPrefix(v, "rw:"):
+			m.ReadWrite, v = true, v[3:]
+		case strings.HasPrefix(v, "ro:"):
+			v = v[3:]
+		}
+		if v == "" {
+			l.errorf(pk, "no host directory: write \"ro:HOSTDIR\", \"rw:HOSTDIR\" or \"HOSTDIR\" (read-only)")
+			continue
+		}
+		m.Host = resolvePath(l.dir, v)
+		mounts = append(mounts, m)
+	}
+	return mounts
+}
+
 // timeout checks a timeout key that is set.
 func (l *loader) timeout(key toml.Key, d Duration) {
 	if (l.isSet(key) && d == 0) || d < 0 {
@@ -389,6 +406,9 @@ func hostGlob(h string) (string, error) {
 	}
 	if ip := net.ParseIP(h); ip != nil {
 		return ip.String(), nil
+	}
+	if strings.Contains(h, "/") {
+		return "", fmt.Errorf("write a host name, not a URL: like \"example.com\" or \"*.example.com\"")
 	}
 	// An optional :PORT limits the entry to one port ("[::1]:8080" for an
 	// IPv6 literal with a port).

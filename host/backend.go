@@ -59,6 +59,8 @@ type backend struct {
 	// sandbox enforces a plugin's own).
 	allow, deny []config.Rule
 	maxOutput   int
+	// sandbox is a sandboxed stdio server's native sandbox (nil: none).
+	sandbox *serverSandbox
 
 	hooks      hooks
 	startReq   chan struct{}   // buffered 1: start an idle backend

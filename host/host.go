@@ -351,9 +351,20 @@ func (h *Host) build() error {
 			// A response line may carry a result up to max_output, plus its
 			// envelope; a longer one is discarded as it streams.
 			maxLine, strict := b.maxOutput+transport.ResponseEnvelope, s.StrictStdout
+			// A sandboxed server's Launcher is made at its first start
+			// and kept across restarts (see serverSandbox).
+			b.sandbox = newServerSandbox(h.config(), s, b.logger)
 			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
-				return transport.NewStdio(cmd, &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange,
-					MaxLineLength: maxLine, StrictStdout: strict, Features: features})
+				opts := &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange,
+					MaxLineLength: maxLine, StrictStdout: strict, Features: features}
+				if b.sandbox != nil {
+					l, err := b.sandbox.get()
+					if err != nil {
+						return failedStart{err}
+					}
+					opts.Launcher = l
+				}
+				return transport.NewStdio(cmd, opts)
 			}
 		} else {
 			url, headers := s.URL, s.Headers

@@ -10,7 +10,8 @@ import (
 
 // engine is the Wasm engine of a Host's plugins. This file (the builder of
 // plugin backends, and the mapping of a [plugins.NAME] table to the
-// sandbox's Manifest) is the only one of package host that imports sandbox:
+// sandbox's Manifest) and native.go (the native sandbox of stdio servers)
+// are the only ones of package host that import the sandboxes:
 // the host tells faults apart by transport's sentinels, which sandbox's
 // errors wrap.
 type engine = *sandbox.Engine

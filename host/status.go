@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/transport"
 )
 
 // BackendStatus is a snapshot of one backend.
@@ -47,6 +48,22 @@ type BackendStatus struct {
 	// Err is the last error itself, for errors.Is (transport.ErrStart,
 	// transport.ErrInitialize, ErrUnhealthy, ...).
 	Err error `json:"-"`
+	// Sandbox is a stdio server's effective sandbox: "off", "strict",
+	// "best-effort", and once its sandbox is planned (at its first
+	// start) "best-effort (missing: ...)" with what the kernel lacks.
+	// SandboxMechanisms are the mechanisms it runs with (see
+	// SandboxMechanisms). Containment, for a server whose sandbox is
+	// "off", is the default containment it is started with
+	// (transport.Containment; "" before the first start).
+	Sandbox           string   `json:"sandbox,omitempty"`
+	SandboxMechanisms []string `json:"sandbox_mechanisms,omitempty"`
+	Containment       string   `json:"containment,omitempty"`
+	// Denials counts what a sandboxed server was refused (egress to a host
+	// not in allowed_hosts), across its restarts; LastDenial is the last
+	// one, as logged, and LastDenialAt when it came.
+	Denials      int64     `json:"denials,omitempty"`
+	LastDenial   string    `json:"last_denial,omitempty"`
+	LastDenialAt time.Time `json:"last_denial_at,omitzero"`
 }
 
 // Status returns a snapshot of every backend, sorted by name.
@@ -98,6 +115,12 @@ func (h *Host) Status() []BackendStatus {
 		}
 		if p, ok := tr.(interface{ SkippedLines() int }); ok {
 			st.StdoutSkipped = p.SkippedLines()
+		}
+		switch {
+		case b.sandbox != nil:
+			b.sandbox.status(&st)
+		case b.kind == KindStdio:
+			st.Sandbox, st.Containment = config.SandboxOff, transport.Containment()
 		}
 		out = append(out, st)
 	}

@@ -65,6 +65,9 @@ func (c *cli) check(args []string) int {
 		fmt.Fprintf(tw, "%s\twasm\t%s\t%s\t%s\n", n, prefixText(n, p.Prefix), effective(p.Timeout, cfg.Host.CallTimeout), p.Path)
 	}
 	tw.Flush()
+	if code := c.checkSandboxes(cfg); code != exitOK {
+		return code
+	}
 	c.checkLogins(cfg)
 	for _, n := range sortedNames(cfg.Tools) {
 		t := cfg.Tools[n]

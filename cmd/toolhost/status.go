@@ -62,7 +62,7 @@ func checkAll(ctx context.Context, h *host.Host) {
 // printStatus prints one line per backend.
 func printStatus(w io.Writer, st []host.BackendStatus) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tKIND\tSTATE\tPID\tUPTIME\tRESTARTS\tHEALTH\tCIRCUIT\tTOOLS\tLAST ERROR")
+	fmt.Fprintln(tw, "BACKEND\tKIND\tSANDBOX\tSTATE\tPID\tUPTIME\tRESTARTS\tHEALTH\tCIRCUIT\tTOOLS\tLAST ERROR")
 	for _, s := range st {
 		pid, uptime := "-", "-"
 		if s.Pid > 0 {
@@ -82,7 +82,10 @@ func printStatus(w io.Writer, st []host.BackendStatus) {
 		if len(s.OpenTools) > 0 {
 			circuit += fmt.Sprintf(" (%d tools open)", len(s.OpenTools))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Kind, s.State, pid, uptime, s.Restarts, health, circuit, s.Tools, dash(esc(firstLine(s.LastError, 100))))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", s.Name, s.Kind, sandboxText(s), s.State, pid, uptime, s.Restarts, health, circuit, s.Tools, dash(esc(firstLine(s.LastError, 100))))
 	}
 	tw.Flush()
+	for _, l := range denialLines(st) {
+		fmt.Fprintln(w, l)
+	}
 }
