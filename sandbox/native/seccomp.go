@@ -1,3 +1,5 @@
+//go:build linux
+
 package native
 
 import "github.com/toolhost/toolhost/sandbox/native/internal/nsinit"
