@@ -31,7 +31,13 @@ func benchServers(b *testing.B) []benchServer {
 	fixture := testutil.Fixture(b)
 	go1 := transport.Command{Path: fixture, InheritEnv: inheritEnv}
 	out := []benchServer{{name: "go", off: go1, inside: go1, spec: native.Spec{Name: "go"}, tool: "echo", args: map[string]any{"text": "x"}}}
-	if py, err := exec.LookPath("python3"); err == nil {
+	// The system's python3: a pyenv shim (a bash script that runs pyenv,
+	// a dozen processes) would measure pyenv more than the sandbox.
+	py, err := exec.LookPath("/usr/bin/python3")
+	if err != nil {
+		py, err = exec.LookPath("python3")
+	}
+	if err == nil {
 		dir := filepath.Join(testutil.Root(), "testdata", "pyserver")
 		out = append(out, benchServer{
 			name:   "python",

@@ -393,3 +393,188 @@ func TestHostileHelperToolhost(t *testing.T) {
 	fmt.Println("HELPER READY")
 	<-tr.Done()
 }
+
+// srtCLI returns the CLI of the pinned sandbox-runtime (testdata/srt, which
+// `make srt` installs), or skips t when it or what it runs on (node,
+// bubblewrap, socat, ripgrep) is missing.
+func srtCLI(t *testing.T) string {
+	t.Helper()
+	testutil.NeedNPM(t)
+	for _, p := range []string{"node", "bwrap", "socat", "rg"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("srt needs %s: install Node.js and `apt-get install bubblewrap socat ripgrep`", p)
+		}
+	}
+	cli := filepath.Join(testutil.Root(), "testdata", "srt", "node_modules", "@anthropic-ai", "sandbox-runtime", "dist", "cli.js")
+	if _, err := os.Stat(cli); err != nil {
+		t.Skip("testdata/srt is not installed: run make srt")
+	}
+	return cli
+}
+
+// compareCase is one row of the comparison: an escape and how to tell
+// that it was contained from its result text.
+type compareCase struct {
+	row  string
+	tool string
+	args map[string]any
+	// contained reports whether the result shows the attempt failed;
+	// nil: the result starts with "err: ".
+	contained func(got string) bool
+}
+
+// TestHostileCompareSrt runs the same hostile cases with no sandbox,
+// in toolhost's strict sandbox and under Anthropic's sandbox-runtime (srt:
+// bubblewrap, socat proxies, a seccomp filter for Unix sockets) with
+// settings as close as srt allows (read denied from / and allowed again
+// for the runtime and the two directories, writes to the rw directory,
+// no network), and prints the table docs/THREAT-MODEL.md records. It
+// checks that toolhost's sandbox contains every case and that the
+// unsandboxed run escapes in each (so no case is vacuous); srt's column is
+// reported, not checked. Every case is harmless where it works: signals
+// and ptrace go to a sleeping victim process, the fork bomb and balloon
+// are bounded. The table in docs/THREAT-MODEL.md comes from
+//
+//	TOOLHOST_NPM_TESTS=1 go test -v -run TestHostileCompareSrt ./sandbox/native
+func TestHostileCompareSrt(t *testing.T) {
+	needStrict(t)
+	cli := srtCLI(t)
+	bin := hostileBinary(t)
+	secret, content := hostileSecret(t)
+	ro, rw := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ro, "visible.txt"), []byte("visible"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	victim := exec.Command("sleep", "300")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Wait()
+	defer victim.Process.Kill()
+	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "host loopback service") }))
+	defer local.Close()
+	name := fmt.Sprintf("toolhost-compare-%d", os.Getpid())
+	ul, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	go func() {
+		for {
+			c, err := ul.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	vpid := victim.Process.Pid
+	noSecret := func(got string) bool { return !strings.Contains(got, content) }
+	cases := []compareCase{
+		{row: "read a file outside the allowed paths (a secret in $TMPDIR)", tool: "read_file", args: map[string]any{"path": secret}, contained: noSecret},
+		{row: "read /etc/shadow", tool: "read_file", args: map[string]any{"path": "/etc/shadow"}},
+		{row: "read the repository (the user's files)", tool: "read_file", args: map[string]any{"path": filepath.Join(testutil.Root(), "go.mod")}},
+		{row: "write outside the rw path", tool: "write_file", args: map[string]any{"path": filepath.Join(ro, "out.txt"), "text": "x"}},
+		{row: "(make a symbolic link in the rw path to the secret)", tool: "symlink", args: map[string]any{"target": secret, "link": filepath.Join(rw, "abs")}, contained: func(string) bool { return true }},
+		{row: "read the secret through that link", tool: "read_file", args: map[string]any{"path": filepath.Join(rw, "abs")}, contained: noSecret},
+		{row: "hard link to a file outside, made in the rw path", tool: "hardlink", args: map[string]any{"target": secret, "link": filepath.Join(rw, "hard")}},
+		{row: "another process's /proc (environ)", tool: "read_file", args: map[string]any{"path": fmt.Sprintf("/proc/%d/environ", os.Getpid())}},
+		{row: "processes visible in /proc", tool: "proc", args: map[string]any{}, contained: func(got string) bool {
+			for _, l := range strings.Split(got, "\n") {
+				if strings.HasPrefix(l, "pids: ok: ") {
+					n, _ := strconv.Atoi(strings.Fields(strings.TrimPrefix(l, "pids: ok: "))[0])
+					return n < 10
+				}
+			}
+			return true
+		}},
+		{row: "signal a host process (SIGCONT, harmless)", tool: "signal", args: map[string]any{"pid": vpid, "sig": int(syscall.SIGCONT)}},
+		{row: "ptrace a host process", tool: "ptrace", args: map[string]any{"pid": vpid}},
+		{row: "TCP to a host loopback service", tool: "connect", args: map[string]any{"addr": local.Listener.Addr().String()}},
+		{row: "HTTP to the cloud metadata address", tool: "http_get", args: map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}, contained: func(got string) bool {
+			return !strings.HasPrefix(got, "ok: 200")
+		}},
+		{row: "abstract Unix socket of the host namespace", tool: "abstract_unix", args: map[string]any{"name": name}},
+		{row: "system calls (mount, unshare, setns, chroot, keyctl, bpf, modules, open_by_handle_at)", tool: "syscalls", contained: func(got string) bool {
+			return !strings.Contains(got, ": ok")
+		}},
+		{row: "capabilities", tool: "whoami", contained: func(got string) bool { return strings.Contains(got, "CapEff:\t0000000000000000") }},
+		{row: "fork bomb (300 processes; limit 64)", tool: "fork_bomb", args: map[string]any{"n": 300}},
+		{row: "memory balloon (512 MiB; limit 256 MiB)", tool: "balloon", args: map[string]any{"mib": 512}},
+	}
+	spec := native.Spec{Capabilities: sandbox.Capabilities{Memory: 256 << 20, Mounts: []sandbox.Mount{
+		{Guest: ro, Host: ro, Mode: sandbox.MountReadOnly},
+		{Guest: rw, Host: rw, Mode: sandbox.MountReadWrite},
+	}}, Pids: 64}
+	settings := filepath.Join(t.TempDir(), "srt-settings.json")
+	srtJSON := fmt.Sprintf(`{"filesystem":{"denyRead":["/"],"allowRead":["/usr","/lib","/lib64","/bin","/etc/ld.so.cache","/etc/ssl",%q,%q,%q],"allowWrite":[%q],"denyWrite":[]},"network":{"allowedDomains":[],"deniedDomains":[]}}`,
+		filepath.Dir(bin), ro, rw, rw)
+	if err := os.WriteFile(settings, []byte(srtJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("srt settings: %s", srtJSON)
+	type column struct {
+		name string
+		run  func(t *testing.T) transport.Transport
+	}
+	start := func(t *testing.T, spec *native.Spec, cmd transport.Command) transport.Transport {
+		tr, _ := sandboxed(t, spec, cmd)
+		return tr
+	}
+	cols := []column{
+		{"none", func(t *testing.T) transport.Transport {
+			return start(t, nil, transport.Command{Path: bin, InheritEnv: inheritEnv})
+		}},
+		{"toolhost strict", func(t *testing.T) transport.Transport {
+			return start(t, &spec, transport.Command{Path: bin, InheritEnv: inheritEnv})
+		}},
+		{"srt", func(t *testing.T) transport.Transport {
+			return start(t, nil, transport.Command{Path: "node", Args: []string{cli, "--settings", settings, bin}, InheritEnv: inheritEnv})
+		}},
+	}
+	results := make([][]string, len(cases))
+	for ci, col := range cols {
+		t.Run(col.name, func(t *testing.T) {
+			os.Remove(filepath.Join(rw, "abs"))
+			os.Remove(filepath.Join(rw, "hard"))
+			var tr transport.Transport
+			for i, c := range cases {
+				if tr == nil {
+					tr = col.run(t)
+				}
+				got, err := tryCall(tr, c.tool, c.args)
+				var contained bool
+				switch {
+				case err != nil:
+					// The server died (a limit): contained; start another.
+					got, contained, tr = "call failed: "+err.Error(), true, nil
+				case c.contained != nil:
+					contained = c.contained(got)
+				default:
+					contained = strings.HasPrefix(got, "err: ")
+				}
+				mark := "escaped"
+				if contained {
+					mark = "contained"
+				}
+				results[i] = append(results[i], mark)
+				t.Logf("%s | %s | %s: %.300q", col.name, c.row, mark, got)
+				switch {
+				case ci == 1 && !contained:
+					t.Errorf("ESCAPE under toolhost's sandbox: %s: %q", c.row, got)
+				case ci == 0 && contained && c.contained == nil:
+					t.Errorf("not escaping without a sandbox (the case is vacuous): %s: %q", c.row, got)
+				}
+				if c.tool == "signal" && !testutil.Alive(vpid) {
+					t.Fatalf("%s killed the victim: the later rows would be wrong", col.name)
+				}
+			}
+		})
+	}
+	var b strings.Builder
+	b.WriteString("\n| case | " + strings.Join([]string{cols[0].name, cols[1].name, cols[2].name}, " | ") + " |\n|---|---|---|---|\n")
+	for i, c := range cases {
+		fmt.Fprintf(&b, "| %s | %s |\n", c.row, strings.Join(results[i], " | "))
+	}
+	t.Log(b.String())
+}
