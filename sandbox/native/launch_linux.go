@@ -117,8 +117,10 @@ func (l *Launcher) launch(cmd *exec.Cmd) (transport.Launched, error) {
 	lnParent, lnChild := os.NewFile(uintptr(fds[0]), "listeners"), os.NewFile(uintptr(fds[1]), "listeners-child")
 	files = append(files, lnParent, lnChild)
 
+	// The child is this executable with an empty environment; the
+	// server's program, argv, env and dir travel in the Config. cmd gets
+	// them back (the env with the launcher's additions) once started.
 	path, args, dir := cmd.Path, cmd.Args, cmd.Dir
-	cmd.Env = cfg.Env
 	cmd.Path, cmd.Args, cmd.Env, cmd.Dir = exe, []string{nsinit.Arg0}, []string{}, "/"
 	cmd.ExtraFiles = []*os.File{statusW, cfgR, lnChild}
 	cmd.SysProcAttr = sysProcAttr()
@@ -222,8 +224,12 @@ func parseStatus(name string, b []byte) error {
 	}
 	n, _ := strconv.Atoi(parts[1])
 	e := &SetupError{Server: name, Stage: parts[0], Errno: syscall.Errno(n), Msg: parts[2], kind: ErrSetup}
-	if e.Stage == "mount / private" && e.Errno == syscall.EPERM {
-		e.kind = ErrUnavailable // a mount namespace the kernel (or an LSM) does not let us use
+	if (e.Stage == "mount / private" || e.Stage == "mount /proc") && e.Errno == syscall.EPERM {
+		// A mount namespace the kernel or an LSM does not let us use, or
+		// a procfs it will not mount in a user namespace (a container
+		// whose /proc has masked paths): starting again cannot help.
+		e.kind = ErrUnavailable
+		return permanent(e)
 	}
 	return e
 }

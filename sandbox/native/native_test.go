@@ -1,12 +1,16 @@
 package native
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +29,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "launch-sleep" {
+		helperLaunchSleep()
+		return
+	}
 	before := goleak.IgnoreCurrent()
 	code := testutil.Main(m)
 	if code == 0 {
@@ -335,6 +343,9 @@ func TestLaunchLimits(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("needs /usr/bin/python3")
 	}
+	if Probe().Cgroup == "" {
+		t.Skip("no cgroup to create: the rlimits fallback stops the server without telling which limit")
+	}
 	spec := Spec{Capabilities: sandbox.Capabilities{Memory: 64 << 20}, Pids: 16}
 	r := runIn(t, spec, "/usr/bin/python3", "-c", "b = [bytearray(8 << 20) for _ in range(64)]")
 	if r.launchErr != nil {
@@ -349,5 +360,107 @@ func TestLaunchLimits(t *testing.T) {
 	}
 	if !errors.Is(r.exitErr, ErrPidsLimit) {
 		t.Errorf("fork bomb: wait %v, exited %v; want ErrPidsLimit; stderr %s", r.waitErr, r.exitErr, r.stderr)
+	}
+}
+
+// helperEnv makes the test binary a helper process (see TestMain).
+const helperEnv = "TOOLHOST_NATIVE_TEST_HELPER"
+
+// helperLaunchSleep launches "sleep 1000" sandboxed, prints the server's
+// PID and blocks until it is killed.
+func helperLaunchSleep() {
+	spec := Spec{Name: "sleep", Mode: ModeStrict, Command: "/bin/sleep"}
+	plan, err := spec.Plan()
+	if err != nil {
+		println("plan:", err.Error())
+		os.Exit(2)
+	}
+	runtime.LockOSThread()
+	cmd := exec.Command("/bin/sleep", "1000")
+	if _, err := New(plan, nil).Launch(cmd); err != nil {
+		println("launch:", err.Error())
+		os.Exit(2)
+	}
+	fmt.Println(cmd.Process.Pid)
+	select {}
+}
+
+// TestLaunchToolhostKilled: when toolhost dies by SIGKILL, its sandboxed
+// server (and with it the server's PID namespace) dies too: the death
+// signal survives the child's set-up (dropping capabilities does not
+// clear it).
+func TestLaunchToolhostKilled(t *testing.T) {
+	needSandbox(t)
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), helperEnv+"=launch-sleep")
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	helper.Stderr = &errb
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Wait()
+	defer helper.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil {
+		t.Fatalf("helper: %q, %v; stderr %s", line, err, errb.String())
+	}
+	if !testutil.Alive(pid) {
+		t.Fatalf("the sandboxed sleep %d is not running", pid)
+	}
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitGone(t, []int{pid}, 10*time.Second)
+}
+
+// TestLaunchEgress: with allowed_hosts, the server reaches an allowed
+// loopback host of toolhost's namespace through the relay's transparent
+// forward (a client that ignores the proxy variables), and not a denied
+// one; the Landlock connect rule lets the relay's ports through. Without
+// allowed_hosts, nothing is reachable. (The relay's own tests cover the
+// proxy.)
+func TestLaunchEgress(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	serve := func(body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) }))
+		t.Cleanup(srv.Close)
+		return strings.TrimPrefix(srv.URL, "http://")
+	}
+	allowed, denied := serve("ALLOWED"), serve("DENIED")
+	script := `
+import urllib.request
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+for u in ["http://` + allowed + `/", "http://` + denied + `/"]:
+    try:
+        print(u, opener.open(u, timeout=5).read().decode())
+    except Exception as e:
+        print(u, "refused", type(e).__name__)
+`
+	spec := Spec{Capabilities: sandbox.Capabilities{Hosts: []string{allowed}}}
+	r := runIn(t, spec, "/usr/bin/python3", "-c", script)
+	if r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
+	}
+	t.Logf("stdout:\n%s", r.stdout)
+	if strings.Contains(r.stdout, "DENIED") {
+		t.Error("the server reached a host not allowed")
+	}
+	if !strings.Contains(r.stdout, "ALLOWED") {
+		t.Error("the server did not reach the allowed host")
+	}
+	r = runIn(t, Spec{}, "/usr/bin/python3", "-c", script)
+	if r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("launch %v, wait %v; stderr %s", r.launchErr, r.waitErr, r.stderr)
+	}
+	if strings.Contains(r.stdout, "ALLOWED") || strings.Contains(r.stdout, "DENIED") {
+		t.Errorf("without allowed_hosts the server reached a host:\n%s", r.stdout)
 	}
 }

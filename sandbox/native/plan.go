@@ -68,8 +68,9 @@ const LandlockABI = 7
 //     negative memory or pids, a command not found, an allowed_paths entry
 //     with a relative or unclean guest path, a relative or missing host
 //     path, a quota (not supported for native servers), a bad mode, a
-//     guest path that is /, under /proc or /dev, given twice or equal to a
-//     path of the runtime set;
+//     guest path that is /, under /proc or /dev, given twice, equal to a
+//     path of the runtime set or above one (/etc: its mount points would
+//     be made in the host directory);
 //   - ErrUnavailable, naming the mechanism and what to do: user namespaces
 //     are not offered (in either mode: nothing can be built without them);
 //     in strict mode, Landlock below ABI LandlockABI or seccomp.

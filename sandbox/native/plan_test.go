@@ -47,6 +47,7 @@ func TestPlanSpecErrors(t *testing.T) {
 		"quota":          {mount("/data", dir, sandbox.MountReadWrite, 1024), "mount_quota is not supported"},
 		"bad mode":       {mount("/data", dir, 7, 0), "neither ro nor rw"},
 		"runtime":        {mount("/usr", dir, 0, 0), "the runtime set has this path"},
+		"covers runtime": {mount("/etc", dir, 0, 0), "would cover /etc/"},
 		"twice": {Spec{Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{{Guest: "/a", Host: dir}, {Guest: "/a", Host: dir}}}},
 			"given twice"},
 	} {
@@ -254,4 +255,49 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(es)
+}
+
+// TestPlanAllowedHome: an allowed path at HOME replaces the private HOME
+// and the caches under it (their mount points would be made in the host
+// directory).
+func TestPlanAllowedHome(t *testing.T) {
+	withProbe(t, fullKernel)
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".npm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Name: "srv", Mode: ModeStrict, Command: "/bin/sh", Env: []string{"HOME=" + home},
+		Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{{Guest: home, Host: home, Mode: sandbox.MountReadWrite}}}}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range p.Paths {
+		if under(path.Guest, home) && path.Why != "allowed_paths" {
+			t.Errorf("under the allowed HOME: %+v", path)
+		}
+	}
+}
+
+// TestPlanProgramInAllowedPath: a program inside an allowed path is run
+// from there (at its guest path), not bound again as an install prefix.
+func TestPlanProgramInAllowedPath(t *testing.T) {
+	withProbe(t, fullKernel)
+	project := mustEval(t, t.TempDir())
+	prog := filepath.Join(project, "bin", "server")
+	if err := os.MkdirAll(filepath.Dir(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Name: "srv", Mode: ModeStrict, Command: prog,
+		Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{{Guest: "/work", Host: project, Mode: sandbox.MountReadWrite}}}}
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := p.guestPath(prog); !ok || g != "/work/bin/server" {
+		t.Fatalf("the program's guest path: %q, %v; want /work/bin/server", g, ok)
+	}
 }

@@ -61,8 +61,10 @@ func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
 			}
 		}
 	}
+	// covered: host path h is visible already, through the runtime set or
+	// an allowed path (a program in the allowed project directory).
 	covered := func(h string) bool {
-		for _, e := range es {
+		for _, e := range append(es[:len(es):len(es)], allowed...) {
 			if e.kind == "bind" && under(h, e.Host) {
 				return true
 			}
@@ -72,6 +74,13 @@ func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
 	home := p.home
 	if home == "/" || (home != "" && covered(home)) {
 		home = ""
+	}
+	// An allowed path that is HOME or above it replaces the private HOME
+	// and the caches under it.
+	for _, a := range allowed {
+		if home != "" && under(home, a.Guest) {
+			home = ""
+		}
 	}
 	// The program's install prefix, and its interpreter's.
 	for _, prog := range append([]string{p.program}, p.interpreters()...) {
@@ -115,15 +124,7 @@ func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
 			ro(filepath.Clean(c[0]), r, "runtime ("+c[1]+")")
 		}
 	}
-	// HOME: an empty private tmpfs (the caches above are bound under it),
-	// unless an allowed path is HOME or above it.
-	if home != "" {
-		for _, a := range allowed {
-			if under(home, a.Guest) {
-				home = ""
-			}
-		}
-	}
+	// HOME: an empty private tmpfs (the caches above are bound under it).
 	if home != "" {
 		es = append(es, entry{Path: Path{Guest: home, Mode: sandbox.MountReadWrite, Why: "private (empty HOME)"}, kind: "tmpfs", size: p.Memory})
 	}
@@ -139,18 +140,23 @@ func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
 	es = append(es,
 		entry{Path: Path{Guest: "/proc", Mode: sandbox.MountReadOnly, Why: "private (the server's PID namespace)"}, kind: "proc"},
 		entry{Path: Path{Guest: "/dev", Mode: sandbox.MountReadWrite, Why: "private (null, zero, full, random, urandom, tty, shm)"}, kind: "dev"})
+	// Generated /etc files.
+	for _, f := range p.etcFiles() {
+		es = append(es, entry{Path: Path{Guest: f.Target, Mode: sandbox.MountReadOnly, Why: "private (generated)"}, kind: "file", content: f.Content})
+	}
+	// An allowed path may not be a path of the runtime set, nor cover one:
+	// its mount points would be made in the host directory.
 	for _, a := range allowed {
 		for _, e := range es {
 			if e.Guest == a.Guest {
 				return nil, fmt.Errorf("%w: server %q: allowed_paths %q: the runtime set has this path (%s)", ErrSpec, p.Spec.Name, a.Guest, e.Why)
 			}
+			if under(e.Guest, a.Guest) {
+				return nil, fmt.Errorf("%w: server %q: allowed_paths %q would cover %s of the runtime set (%s); choose another guest path", ErrSpec, p.Spec.Name, a.Guest, e.Guest, e.Why)
+			}
 		}
 	}
 	es = append(es, allowed...)
-	// Generated /etc files.
-	for _, f := range p.etcFiles() {
-		es = append(es, entry{Path: Path{Guest: f.Target, Mode: sandbox.MountReadOnly, Why: "private (generated)"}, kind: "file", content: f.Content})
-	}
 	sortEntries(es)
 	// Drop runtime duplicates (the first wins).
 	out := es[:0]

@@ -3,8 +3,16 @@
 // namespaces. Its init reads a Config from ConfigFD, sets the sandbox up
 // and execve()s the server in the same process (see package native).
 //
-// It imports only the standard library's lower layers, x/sys and the
-// Landlock and seccomp bindings, so that its init runs early and fast.
+// It imports only the standard library (no networking or HTTP), x/sys and
+// the Landlock and seccomp bindings, so that its init runs early and fast.
+//
+// The steps, in order (nsinit.go): check it is PID 1 of a new PID
+// namespace; read the Config; make the mount tree private and build the
+// new root (mount.go, after bubblewrap's setup_newroot); chdir to Dir (or
+// /); set the network up (net.go); set the rlimits; PR_SET_NO_NEW_PRIVS;
+// enforce the Landlock ruleset (landlock.go); drop every capability
+// (caps.go); install the seccomp filter (seccomp.go); execve the server.
+// A failure is reported on StatusFD with its stage.
 package nsinit
 
 // Arg0 is the argv[0] that marks the re-executed child.

@@ -46,6 +46,11 @@ func stage(name string, err error) error {
 func run() {
 	runtime.LockOSThread()
 	unix.CloseOnExec(StatusFD)
+	// Only the child toolhost started is PID 1 of a new PID namespace: a
+	// process merely named Arg0 stops here, before it reads anything.
+	if os.Getpid() != 1 {
+		fail(stage("namespace", errors.New("not PID 1 of a new PID namespace")))
+	}
 	c, err := readConfig()
 	if err != nil {
 		fail(stage("config", err))
@@ -80,9 +85,6 @@ func readConfig() (*Config, error) {
 // setup runs the steps of Config in order (see the package doc of
 // package native).
 func setup(c *Config) error {
-	if os.Getpid() != 1 {
-		return stage("namespace", errors.New("not PID 1 of a new PID namespace"))
-	}
 	if err := buildRoot(c); err != nil {
 		return err
 	}
