@@ -21,16 +21,21 @@ import (
 // cgroup-v1/{memory,pids}.rst) limit a server's memory and its processes
 // and threads together, which rlimits cannot. toolhost makes one cgroup
 // per server start, named toolhost-<toolhost's pid>-<server name>-<seq>,
-// under a "toolhost" cgroup it creates in its own cgroup (so that whatever
-// limits toolhost's own cgroup has still apply to its servers):
+// under a "toolhost" cgroup it creates in its own cgroup where it can (so
+// that whatever limits toolhost's own cgroup has still apply to its
+// servers):
 //
 //   - cgroup v2, where the unified hierarchy has the memory and pids
-//     controllers and toolhost may create children with them: its own
-//     cgroup (from /proc/self/cgroup) with memory and pids in
-//     cgroup.subtree_control, or the hierarchy's root, where toolhost
-//     enables them, or its own cgroup's parent when that is delegated
-//     (systemd's Delegate= with DelegateSubgroup=, marked by the
-//     trusted.delegate or user.delegate extended attribute) and has them.
+//     controllers and toolhost may create children with them, the first
+//     of: its own cgroup (from /proc/self/cgroup) with memory and pids in
+//     cgroup.subtree_control; its own cgroup when it is the hierarchy's
+//     real root (toolhost enables them); its own cgroup's parent when that
+//     is delegated (systemd's Delegate= with DelegateSubgroup=, marked by
+//     the trusted.delegate or user.delegate extended attribute) and has
+//     them; the hierarchy's root as mounted, when writable (root on a
+//     systemd machine, as Docker's cgroupfs driver does): a v2 cgroup with
+//     processes cannot have children with controllers, so toolhost's own
+//     cgroup is usable only in those cases.
 //     Files: memory.max, memory.swap.max = 0, memory.oom.group = 1,
 //     pids.max; memory.events oom_kill and pids.events max are watched.
 //   - cgroup v1, where the memory and pids hierarchies are mounted and
@@ -170,6 +175,21 @@ func hasControllers(file string, want ...string) bool {
 	return true
 }
 
+// subtreeHas reports whether the children of the v2 cgroup dir get the
+// memory and pids controllers.
+func subtreeHas(dir string) bool {
+	return hasControllers(filepath.Join(dir, "cgroup.subtree_control"), "memory", "pids")
+}
+
+// realRoot reports whether the v2 cgroup dir is the hierarchy's real root
+// (which has no cgroup.type, cgroup-v2.rst; the root of a cgroup namespace
+// has one), the only cgroup that may have both processes and controllers
+// enabled for its children.
+func realRoot(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "cgroup.type"))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 func writable(dir string) bool { return unix.Access(dir, unix.W_OK) == nil }
 
 // delegated reports whether systemd delegated dir (the trusted.delegate or
@@ -210,22 +230,24 @@ func detectCgroup(mountinfo, procCgroup string) cgroupHier {
 				why = append(why, "cgroup v2: the memory and pids controllers are not available in "+dir)
 				continue
 			}
-			h := cgroupHier{version: "v2", memDir: dir, pidsDir: dir, memRel: path, pidsRel: path}
-			switch sub := filepath.Join(dir, "cgroup.subtree_control"); {
-			case !writable(dir):
-				why = append(why, "cgroup v2: "+dir+" is not writable")
-			case hasControllers(sub, "memory", "pids"):
-				return h
-			case path == m.root && m.root == "/":
-				h.enable = true
-				return h
-			case path != "/" && delegated(filepath.Dir(dir)) && writable(filepath.Dir(dir)) &&
-				hasControllers(filepath.Join(filepath.Dir(dir), "cgroup.subtree_control"), "memory", "pids"):
-				h.memDir, h.pidsDir = filepath.Dir(dir), filepath.Dir(dir)
-				h.memRel, h.pidsRel = filepath.Dir(path), filepath.Dir(path)
-				return h
+			use := func(d, rel string, enable bool) cgroupHier {
+				return cgroupHier{version: "v2", memDir: d, pidsDir: d, memRel: rel, pidsRel: rel, enable: enable}
+			}
+			parent, parentRel := filepath.Dir(dir), filepath.Dir(path)
+			switch {
+			case writable(dir) && subtreeHas(dir):
+				return use(dir, path, false)
+			case writable(dir) && realRoot(dir):
+				return use(dir, path, true)
+			case path != m.root && delegated(parent) && writable(parent) && subtreeHas(parent):
+				return use(parent, parentRel, false)
+			case dir != m.point && writable(m.point) && subtreeHas(m.point):
+				return use(m.point, m.root, false)
+			case dir != m.point && writable(m.point) && realRoot(m.point):
+				return use(m.point, m.root, true)
 			default:
-				why = append(why, "cgroup v2: "+dir+" is not delegated (memory and pids not in its cgroup.subtree_control)")
+				why = append(why, "cgroup v2: "+dir+" is not delegated (memory and pids not in its cgroup.subtree_control) and "+
+					m.point+" is not writable with them")
 			}
 		}
 	}
@@ -318,9 +340,9 @@ func writeFile(file, s string) error {
 // newCgroup makes the cgroup of one start of server with the limits
 // (0: none) in h, and first the "toolhost" parent and the cleaning of
 // stale cgroups.
-func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, err error) {
+func newCgroup(h cgroupHier, server string, memory int64, pids int) (_ *cgroup, err error) {
 	name := cgroupName(server, cgroupSeq.Add(1))
-	c = &cgroup{
+	c := &cgroup{
 		v2:      h.version == "v2",
 		mem:     filepath.Join(h.memDir, cgroupParent, name),
 		pids:    filepath.Join(h.pidsDir, cgroupParent, name),
@@ -332,29 +354,26 @@ func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, 
 			return nil, err
 		}
 	}
+	// Live before it exists, so that a concurrent start's cleanStale
+	// does not take it for a leftover.
 	for _, d := range c.dirs() {
-		parent := filepath.Dir(d)
-		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("cgroup %s: %w", parent, err)
-		}
-		if c.v2 {
-			if err := enableControllers(parent); err != nil {
-				return nil, err
-			}
-		}
-		cleanStale(parent)
+		liveCgroups.Store(d, true)
 	}
 	var made []string
 	defer func() {
 		if err != nil {
 			for _, d := range made {
 				os.Remove(d)
+				unix.Rmdir(filepath.Dir(d)) // the parent, when this was its only child
+			}
+			for _, d := range c.dirs() {
+				liveCgroups.Delete(d)
 			}
 		}
 	}()
 	for _, d := range c.dirs() {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return nil, fmt.Errorf("cgroup %s: %w", d, err)
+		if err := makeCgroup(d, c.v2); err != nil {
+			return nil, err
 		}
 		made = append(made, d)
 	}
@@ -397,10 +416,37 @@ func newCgroup(h cgroupHier, server string, memory int64, pids int) (c *cgroup, 
 			return nil, err
 		}
 	}
-	for _, d := range c.dirs() {
-		liveCgroups.Store(d, true)
-	}
 	return c, nil
+}
+
+// makeCgroup makes the cgroup dir and its parent (the "toolhost" cgroup,
+// removed by the last start's remove: when that happens between the two
+// mkdirs, it starts again), cleaning the parent's stale cgroups.
+func makeCgroup(dir string, v2 bool) error {
+	parent := filepath.Dir(dir)
+	for attempt := 1; ; attempt++ {
+		err := os.Mkdir(parent, 0o755)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("cgroup %s: %w", parent, err)
+		}
+		if v2 {
+			if err := enableControllers(parent); err != nil {
+				if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+					continue
+				}
+				return err
+			}
+		}
+		cleanStale(parent)
+		err = os.Mkdir(dir, 0o755)
+		if errors.Is(err, fs.ErrNotExist) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		return nil
+	}
 }
 
 // enableControllers adds memory and pids to dir's cgroup.subtree_control
@@ -581,6 +627,9 @@ func (c *cgroup) remove() error {
 			err := unix.Rmdir(d)
 			if err == nil || errors.Is(err, unix.ENOENT) {
 				liveCgroups.Delete(d)
+				// The "toolhost" cgroup goes with its last child (EBUSY
+				// while others remain), so that none is left behind.
+				unix.Rmdir(filepath.Dir(d))
 				break
 			}
 			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {

@@ -122,12 +122,6 @@ func assembleFilter() ([]bpf.RawInstruction, error) {
 						{Argument: 0, Operation: seccomp.NotEqual, Value: 0},
 						{Argument: 0, Operation: seccomp.NotEqual, Value: personalityQuery},
 					}},
-					{Name: "ioctl", Conditions: seccomp.ArgumentConditions{
-						{Argument: 1, Operation: seccomp.Equal, Value: unix.TIOCSTI},
-					}},
-					{Name: "ioctl", Conditions: seccomp.ArgumentConditions{
-						{Argument: 1, Operation: seccomp.Equal, Value: unix.TIOCLINUX},
-					}},
 				},
 			},
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
@@ -137,19 +131,43 @@ func assembleFilter() ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seccomp filter for %s: %w", info.Name, err)
 	}
+	ioctl, ok := info.SyscallNames["ioctl"]
+	if !ok {
+		return nil, fmt.Errorf("seccomp filter for %s: no ioctl", info.Name)
+	}
+	eperm := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
 	// go-seccomp-bpf sends a system call of another architecture to the
 	// policy's default action (allow); this prologue kills the process
-	// instead. seccomp_data.arch is at offset 4.
+	// instead (seccomp_data.arch is at offset 4, nr at 0). It then refuses
+	// ioctl TIOCSTI and TIOCLINUX comparing only the low 32 bits of the
+	// request (the kernel reads an unsigned int: a caller could set the
+	// high bits to dodge go-seccomp-bpf's 64-bit comparison).
 	prog := append([]bpf.Instruction{
 		bpf.LoadAbsolute{Off: 4, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
+		bpf.LoadAbsolute{Off: 0, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(ioctl), SkipTrue: 4},
+		bpf.LoadAbsolute{Off: argLow(1), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCSTI, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.TIOCLINUX, SkipTrue: 1},
+		bpf.RetConstant{Val: eperm},
 	}, body...)
 	raw, err := bpf.Assemble(prog)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp filter for %s: %w", info.Name, err)
 	}
 	return raw, nil
+}
+
+// argLow is the offset in struct seccomp_data of the low 32 bits of
+// system call argument i (args start at 16, 8 bytes each).
+func argLow(i uint32) uint32 {
+	x := uint16(1)
+	if *(*byte)(unsafe.Pointer(&x)) == 0 { // big-endian
+		return 16 + 8*i + 4
+	}
+	return 16 + 8*i
 }
 
 // errNoSeccomp: the kernel has no seccomp filters.

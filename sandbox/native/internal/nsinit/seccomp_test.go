@@ -113,7 +113,8 @@ func probes() []probe {
 		p("clone", args(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_FS)),
 		p("ioctl", args(badFD, unix.TIOCSTI, 0)),
 		p("ioctl", args(badFD, unix.TIOCLINUX, 0)),
-		{"clone3", args(0, 0), unix.ENOSYS}, // NULL, size 0: EINVAL without the filter
+		p("ioctl", args(badFD, 1<<32|unix.TIOCSTI, 0)), // the kernel reads the low 32 bits
+		{"clone3", args(0, 0), unix.ENOSYS},            // NULL, size 0: EINVAL without the filter
 	}
 	if runtime.GOARCH == "amd64" {
 		ps = append(ps, p("iopl", args(4)), p("ioperm", args(0x10000, 1, 0)))
@@ -365,6 +366,8 @@ func TestSeccompFilterProgram(t *testing.T) {
 		{"personality linux32", seccompData(nr("personality"), uint32(info.ID), perLinux32), eperm},
 		{"personality high bits", seccompData(nr("personality"), uint32(info.ID), 1<<32), eperm},
 		{"ioctl tiocsti", seccompData(nr("ioctl"), uint32(info.ID), 0, unix.TIOCSTI), eperm},
+		{"ioctl tiocsti high bits", seccompData(nr("ioctl"), uint32(info.ID), 0, 1<<32|unix.TIOCSTI), eperm},
+		{"ioctl tioclinux", seccompData(nr("ioctl"), uint32(info.ID), 0, unix.TIOCLINUX), eperm},
 		{"ioctl fionread", seccompData(nr("ioctl"), uint32(info.ID), 0, unix.TIOCINQ), allow},
 		{"other arch", seccompData(nr("read"), uint32(other)), kill},
 		{"other arch mount", seccompData(26, uint32(other)), kill},
