@@ -97,6 +97,8 @@ type relay struct {
 	cancel context.CancelFunc
 	sem    chan struct{}
 	active atomic.Int64
+	// acceptFailed: an accept error was logged.
+	acceptFailed atomic.Bool
 
 	mu     sync.Mutex
 	closed bool
@@ -290,8 +292,11 @@ func (r *relay) acceptLoop(ln net.Listener, h func(*idleConn)) {
 			if r.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// EMFILE and the like: wait a little rather than spin.
-			r.logger.Warn("sandbox egress relay: accept failed", "error", err)
+			// EMFILE and the like: wait a little rather than spin, and
+			// say so once per relay.
+			if !r.acceptFailed.Swap(true) {
+				r.logger.Warn("sandbox egress relay: accept failed; retrying every 50ms", "error", err)
+			}
 			t := time.NewTimer(50 * time.Millisecond)
 			select {
 			case <-t.C:
@@ -518,7 +523,10 @@ func (r *relay) absolute(c *idleConn, br *bufio.Reader, req *http.Request) bool 
 	}
 	defer resp.Body.Close()
 	removeHopByHop(resp.Header)
-	resp.Close = clientClose
+	// Keep the client's connection only when the body's end is marked (a
+	// length or chunks): else the body ends when the connection does.
+	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+	resp.Close = clientClose || !resp.ProtoAtLeast(1, 1) || (resp.ContentLength < 0 && !chunked)
 	if err := resp.Write(c); err != nil {
 		return false
 	}

@@ -236,6 +236,54 @@ func TestRelayProxyHTTP(t *testing.T) {
 	}
 }
 
+// TestRelayProxyKeepAlive: a client connection carries several
+// absolute-form requests when each response's end is marked, and is closed
+// after a response whose body ends with the upstream connection.
+func TestRelayProxyKeepAlive(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/raw" {
+			fmt.Fprint(w, "sized")
+			return
+		}
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close")
+		c.Close()
+	}))
+	defer srv.Close()
+	host, _ := hostPort(t, srv.URL)
+	// The header timeout must not be what ends the connection.
+	tr := startRelay(t, []string{host}, func(r *relay) { r.headerTimeout = time.Hour })
+	c, err := net.Dial("tcp", tr.proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	br := bufio.NewReader(c)
+	for _, path := range []string{"/a", "/b", "/raw"} {
+		fmt.Fprintf(c, "GET %s%s HTTP/1.1\r\nHost: %s\r\n\r\n", srv.URL, path, host)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s on the kept connection: %v", path, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := "sized"
+		if path == "/raw" {
+			want = "until close"
+		}
+		if err != nil || string(b) != want || resp.Close != (path == "/raw") {
+			t.Errorf("GET %s: %q %v close=%v", path, b, err, resp.Close)
+		}
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after a body delimited by close: %v, want EOF", err)
+	}
+}
+
 // TestRelayCurl: curl, through the HTTP proxy (absolute form and CONNECT)
 // and SOCKS5 with names resolved by the proxy.
 func TestRelayCurl(t *testing.T) {
@@ -398,6 +446,30 @@ func TestRelayForwardAndClose(t *testing.T) {
 	echo.Close()
 }
 
+// TestRelayForwardName: a name entry's forward dials the name through the
+// policy (a literal entry: its loopback address is allowed), and a
+// glob entry gets no forward.
+func TestRelayForwardName(t *testing.T) {
+	echo := newEchoServer(t)
+	_, port, _ := net.SplitHostPort(echo.ln.Addr().String())
+	tr := startRelay(t, []string{"localhost:" + port, "*.localhost:" + port}, nil)
+	addr, ok := tr.fwd["127.0.0.1:"+port]
+	if !ok || len(tr.fwd) != 1 || tr.fwds[0].target != "localhost:"+port {
+		t.Fatalf("forwards %v %v, want 127.0.0.1:%s → localhost:%s only", tr.fwd, tr.fwds, port, port)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "name")
+	b := make([]byte, 4)
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "name" {
+		t.Fatalf("through the name's forward: %q %v", b, err)
+	}
+}
+
 // TestRelayBounds: an endless header is cut at the header limit, a silent
 // client at the header timeout, and 1000 connections at once get no more
 // than the relay's connection limit served; the relay still serves after.
@@ -405,9 +477,9 @@ func TestRelayBounds(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
 	defer srv.Close()
 	host, _ := hostPort(t, srv.URL)
-	tr := startRelay(t, []string{host}, func(r *relay) { r.maxHeader = 8 << 10; r.headerTimeout = 500 * time.Millisecond })
 
 	t.Run("endless header", func(t *testing.T) {
+		tr := startRelay(t, []string{host}, func(r *relay) { r.maxHeader = 8 << 10 })
 		c, err := net.Dial("tcp", tr.proxy)
 		if err != nil {
 			t.Fatal(err)
@@ -419,7 +491,7 @@ func TestRelayBounds(t *testing.T) {
 			w, _ := io.WriteString(c, "GET "+srv.URL+"/ HTTP/1.1\r\nX-Endless: ")
 			n += int64(w)
 			chunk := strings.Repeat("a", 4096)
-			for n < 1<<30 {
+			for n < 64<<20 {
 				w, err := io.WriteString(c, chunk)
 				n += int64(w)
 				if err != nil {
@@ -434,12 +506,13 @@ func TestRelayBounds(t *testing.T) {
 			t.Errorf("endless header: %s, want 431", resp.Status)
 		}
 		c.Close()
-		if n := <-written; n >= 1<<30 {
+		if n := <-written; n >= 64<<20 {
 			t.Errorf("the relay read a %d-byte header", n)
 		}
 	})
 
 	t.Run("silent client", func(t *testing.T) {
+		tr := startRelay(t, []string{host}, func(r *relay) { r.headerTimeout = 500 * time.Millisecond })
 		c, err := net.Dial("tcp", tr.proxy)
 		if err != nil {
 			t.Fatal(err)
@@ -467,7 +540,7 @@ func TestRelayBounds(t *testing.T) {
 			}
 			conns = append(conns, c)
 		}
-		testutil.Eventually(t, time.Minute, func() bool { return tr.active.Load() == relayMaxConns },
+		testutil.Eventually(t, time.Minute, func() bool { return tr.active.Load() >= relayMaxConns },
 			func() string { return fmt.Sprintf("%d connections served", tr.active.Load()) })
 		if g := runtime.NumGoroutine() - base; g > relayMaxConns+16 {
 			t.Errorf("%d goroutines for 1000 connections, want at most %d", g, relayMaxConns+16)
@@ -565,4 +638,44 @@ func TestReceiveListeners(t *testing.T) {
 	if after := openFDs(); after != before {
 		t.Errorf("%d descriptors open, %d before", after, before)
 	}
+}
+
+// FuzzRelayProxy feeds the proxy (HTTP and SOCKS5 parsing) arbitrary
+// bytes: it must neither panic nor hang, whatever the client sends.
+func FuzzRelayProxy(f *testing.F) {
+	for _, s := range []string{
+		"GET http://127.0.0.1:1/ HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET http://a.test/ HTTP/1.1\r\nConnection: keep-alive, X-A\r\nX-A: 1\r\n\r\nGET http://b/ HTTP/1.1\r\n\r\n",
+		"POST http://127.0.0.1:1/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n",
+		"CONNECT [::1 HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\n\r\n",
+		"\x05\x01\x00\x05\x01\x00\x03\x09localhost\x00\x50",
+		"\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01\x00\x01",
+		"\x05\x01\x00\x05\x02\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01",
+		"\x05\x00",
+		"\x05\x02\x01\x02",
+		"\x05\x01\x00\x05\x01\x00\x09",
+	} {
+		f.Add([]byte(s))
+	}
+	r, err := newRelay([]string{"127.0.0.1:1"}, nil, nil) // no name: no DNS lookup
+	if err != nil {
+		f.Fatal(err)
+	}
+	r.headerTimeout = 2 * time.Second
+	defer r.close()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a, c := net.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.proxy(&idleConn{Conn: a, idle: 2 * time.Second})
+			a.Close()
+		}()
+		go io.Copy(io.Discard, c)
+		c.Write(in)
+		c.Close()
+		<-done
+	})
 }
