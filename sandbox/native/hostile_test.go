@@ -592,3 +592,36 @@ func TestHostileCompareSrt(t *testing.T) {
 	}
 	t.Log(b.String())
 }
+
+// TestHostileEgress: with allowed_hosts naming one loopback host
+// literally, the hostile server reaches it and nothing else, whichever
+// way it tries: directly (the transparent forward for the allowed one;
+// Landlock refuses other ports), through the proxy with CONNECT by hand
+// (a denied loopback port, the metadata address, a name: 403, each
+// counted in Denials), and through net/http's proxy handling.
+func TestHostileEgress(t *testing.T) {
+	needStrict(t)
+	allowed, denied := egressHosts(t)
+	allowedAddr := strings.TrimPrefix(allowed.URL, "http://")
+	deniedAddr := strings.TrimPrefix(denied.URL, "http://")
+	spec := native.Spec{Capabilities: sandbox.Capabilities{Hosts: []string{allowedAddr}}}
+	tr, l := sandboxed(t, &spec, transport.Command{Path: hostileBinary(t), InheritEnv: inheritEnv})
+	is403 := func(got string) bool { return strings.HasPrefix(got, "ok: HTTP/1.1 403") }
+	runEscapes(t, tr, []escape{
+		{name: "allowed direct", tool: "http_get", args: map[string]any{"url": allowed.URL}, ok: true, want: "200 allowed host"},
+		{name: "allowed via proxy", tool: "proxy_connect", args: map[string]any{"proxy": native.ProxyAddr, "target": allowedAddr}, ok: true, want: "HTTP/1.1 200"},
+		{name: "denied direct", tool: "connect", args: map[string]any{"addr": deniedAddr}},
+		{name: "denied http", tool: "http_get", args: map[string]any{"url": denied.URL}, not: "denied host"},
+	})
+	before := l.Denials().Count
+	for _, target := range []string{deniedAddr, "169.254.169.254:80", "localhost:" + strings.Split(deniedAddr, ":")[1], "[::1]:" + strings.Split(deniedAddr, ":")[1], "denied.example:443"} {
+		got := call(t, tr, "proxy_connect", map[string]any{"proxy": native.ProxyAddr, "target": target})
+		t.Logf("CONNECT %s: %q", target, got)
+		if !is403(got) {
+			t.Errorf("ESCAPE: CONNECT %s through the proxy = %q; want 403", target, got)
+		}
+	}
+	if d := l.Denials(); d.Count < before+5 || d.Last == "" {
+		t.Errorf("denials %+v; want the 5 refused CONNECTs counted (from %d)", d, before)
+	}
+}

@@ -22,6 +22,11 @@
 //	connect(addr)              a TCP connection to host:port (3s timeout)
 //	http_get(url)              an HTTP GET with net/http's default proxy
 //	                           handling (HTTP_PROXY and friends; 10s)
+//	proxy_connect(proxy, target)
+//	                           send "CONNECT target" to the HTTP proxy at
+//	                           proxy (host:port) by hand, as a client that
+//	                           wants a host its proxy should refuse;
+//	                           "ok: STATUS-LINE" when the proxy answers
 //	abstract_unix(name)        connect to the abstract Unix socket @name
 //	signal(pid, sig)           kill(2) pid with sig (default SIGTERM)
 //	ptrace(pid)                PTRACE_ATTACH pid (detaches at once)
@@ -42,6 +47,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -93,6 +99,11 @@ type addrArgs struct {
 
 type urlArgs struct {
 	URL string `json:"url"`
+}
+
+type proxyArgs struct {
+	Proxy  string `json:"proxy"`
+	Target string `json:"target"`
 }
 
 type nameArgs struct {
@@ -233,6 +244,24 @@ func newServer() *mcp.Server {
 				return fail(err), nil, nil
 			}
 			return ok(fmt.Sprintf("%d %s", resp.StatusCode, b)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "proxy_connect", Description: "Send CONNECT target to an HTTP proxy by hand."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, a proxyArgs) (*mcp.CallToolResult, any, error) {
+			d := net.Dialer{Timeout: 3 * time.Second}
+			c, err := d.DialContext(ctx, "tcp", a.Proxy)
+			if err != nil {
+				return fail(err), nil, nil
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", a.Target, a.Target); err != nil {
+				return fail(err), nil, nil
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				return fail(fmt.Errorf("reading the proxy's answer: %w", err)), nil, nil
+			}
+			return ok(strings.TrimSpace(line)), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "abstract_unix", Description: "Connect to the abstract Unix socket @name."},
 		func(_ context.Context, _ *mcp.CallToolRequest, a nameArgs) (*mcp.CallToolResult, any, error) {
