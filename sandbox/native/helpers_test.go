@@ -2,7 +2,6 @@ package native_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -187,9 +186,4 @@ func lostError(tb testing.TB, tr *transport.Stdio) error {
 		tb.Fatal("Lost() is nil after Done")
 	}
 	return err
-}
-
-// isLimit reports whether err is ErrMemoryLimit or ErrPidsLimit.
-func isLimit(err error) bool {
-	return errors.Is(err, native.ErrMemoryLimit) || errors.Is(err, native.ErrPidsLimit)
 }
