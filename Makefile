@@ -135,7 +135,7 @@ stress-serve: build plugins
 BENCHSTAT := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench: build plugins
 	TOOLHOST_NPM_TESTS=1 $(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./... | tee bench.out
-	@for k in via impl instances checks cache; do \
+	@for k in via impl instances checks cache sandbox; do \
 	  echo; echo "== ratios by /$$k"; \
 	  $(BENCHSTAT) -filter "/$$k:/.+/" -col /$$k -row .name,/server,/kind bench.out || exit 1; \
 	done
