@@ -27,18 +27,22 @@
 //     usr/bin, recreated as links); from /etc only ssl/certs,
 //     ssl/openssl.cnf, ca-certificates*, alternatives, ld.so.cache,
 //     ld.so.conf*, localtime, nsswitch.conf, mime.types and os-release
-//     (symbolic links resolved); the program's install prefix when it is
-//     outside those (the resolved program's directory, or that
-//     directory's parent when it is a bin or sbin directory: a pyenv
-//     version, /usr/local/go, a Node.js install; never /, HOME or a
-//     directory above HOME, then only the program's directory or the
-//     program), and the same for a script's interpreter (its #! line;
+//     (symbolic links resolved); the program's installation when it is
+//     outside those (the resolved program's directory and, when that is
+//     a bin or sbin directory, the lib, lib64, libexec and share
+//     directories beside it: a pyenv version, a Node.js install; not the
+//     whole prefix; never /, HOME or a directory above HOME, then only
+//     the program), and the same for a script's interpreter (its #! line;
 //     for /usr/bin/env, the program it runs, looked up in the server's
 //     PATH); the pyenv root (PYENV_ROOT, else $HOME/.pyenv) when the
-//     program is under it; the language caches that exist: npm
-//     (npm_config_cache or NPM_CONFIG_CACHE in the server's env, else
-//     $HOME/.npm), uv (UV_CACHE_DIR, else $HOME/.cache/uv) and
-//     $HOME/.local/share/uv;
+//     program is under it; the language caches that exist, each an
+//     overlay whose lower layer is the host's directory (never written)
+//     and whose upper layer is a private tmpfs (npm and uv write while
+//     they read): npm (npm_config_cache or NPM_CONFIG_CACHE in the
+//     server's env, else $HOME/.npm), uv (UV_CACHE_DIR, else
+//     $HOME/.cache/uv) and $HOME/.local/share/uv; without allowed_hosts
+//     npm_config_offline=true and UV_OFFLINE=1 are added to the env
+//     (with them, npm_config_prefer_offline=true), unless it sets them;
 //   - HOME (HOME in the server's env, else toolhost's): an empty private
 //     tmpfs, read-write, under which the caches above are bound (none when
 //     an allowed path is HOME or above it); HOME is added to the server's

@@ -254,6 +254,7 @@ func (p *Plan) config(cmd *exec.Cmd, rel *relay, as, nproc uint64) (*nsinit.Conf
 	if envValue(c.Env, "HOME") == "" && p.home != "" {
 		c.Env = append(c.Env, "HOME="+p.home)
 	}
+	c.Env = append(c.Env, p.launcherEnv(c.Env)...)
 	ll := &nsinit.Landlock{BestEffort: p.Spec.Mode == ModeBestEffort}
 	files := map[string]string{}
 	for g, content := range rel.files() {
@@ -273,6 +274,12 @@ func (p *Plan) config(cmd *exec.Cmd, rel *relay, as, nproc uint64) (*nsinit.Conf
 		case "dev":
 			ll.ReadWrite = append(ll.ReadWrite, "/dev/shm")
 			ll.ReadWrite = append(ll.ReadWrite, nsinit.DevNodes()...)
+		case "overlay":
+			// The host's files are the read-only lower layer; the guest
+			// writes to the private upper one.
+			ll.ReadWrite = append(ll.ReadWrite, e.Guest)
+			c.Mounts = append(c.Mounts, nsinit.Mount{Kind: e.kind, Source: e.Host, Target: e.Guest, Size: e.size})
+			continue
 		case "proc", "bind", "tmpfs":
 			if e.Mode == sandbox.MountReadWrite {
 				ll.ReadWrite = append(ll.ReadWrite, e.Guest)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,7 +103,7 @@ func TestPlanStrictMissingMechanism(t *testing.T) {
 }
 
 // TestPlanRuntimeSet: the runtime set has the usrmerge links as links,
-// /usr, the /etc entries that exist, the program's install prefix, a
+// /usr, the /etc entries that exist, the program's bin directory, a
 // private HOME with the npm cache under it, /tmp, /proc and /dev, and the
 // allowed paths, parents before children; Lines names each.
 func TestPlanRuntimeSet(t *testing.T) {
@@ -134,8 +135,8 @@ func TestPlanRuntimeSet(t *testing.T) {
 	}
 	rHome, _ := filepath.EvalSymlinks(home)
 	rPrefix, _ := filepath.EvalSymlinks(prefix)
-	for guest, why := range map[string]string{"/usr": "runtime", rPrefix: "runtime (the program's install prefix)",
-		home: "private (empty HOME)", filepath.Join(home, ".npm"): "runtime (npm cache)", "/tmp": "private",
+	for guest, why := range map[string]string{"/usr": "runtime", filepath.Join(rPrefix, "bin"): "runtime (the program's installation)",
+		home: "private (empty HOME)", filepath.Join(home, ".npm"): "runtime (npm cache; host files read-only, writes to a private layer)", "/tmp": "private",
 		"/work": "allowed_paths", "/etc/passwd": "private (generated)", "/proc": "private (the server's PID namespace)"} {
 		if got[guest].Why != why {
 			t.Errorf("path %s: %+v; want why %q (paths %q)", guest, got[guest], why, order)
@@ -171,19 +172,33 @@ func mustEval(t *testing.T, p string) string {
 	return r
 }
 
-// TestInstallPrefix: a program in a bin directory brings its parent; never
-// /, HOME or above it.
-func TestInstallPrefix(t *testing.T) {
-	for _, tc := range []struct{ prog, home, want string }{
-		{"/opt/go/bin/go", "/root", "/opt/go"},
-		{"/root/.pyenv/versions/3.12/bin/python", "/root", "/root/.pyenv/versions/3.12"},
-		{"/root/bin/tool", "/root", "/root/bin"},
-		{"/root/tool", "/root", "/root/tool"},
-		{"/bin/sh", "/root", "/bin"},
-		{"/srv/app/server", "/srv/app/home", "/srv/app/server"},
+// TestInstallDirs: a program in a bin directory brings that directory and
+// the lib, libexec, share directories beside it, never the whole prefix (a
+// project's bin/ must not expose the project), nor /, HOME or above it.
+func TestInstallDirs(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"py/bin", "py/lib", "py/share", "proj/bin", "proj/.git", "home/bin", "home/lib"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "proj/.env"), []byte("SECRET=1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	for _, tc := range []struct {
+		prog string
+		want []string
+	}{
+		{root + "/py/bin/python", []string{root + "/py/bin", root + "/py/lib", root + "/py/share"}},
+		{root + "/proj/bin/server", []string{root + "/proj/bin"}},
+		{root + "/home/bin/tool", []string{root + "/home/bin"}},
+		{root + "/home/tool", []string{root + "/home/tool"}},
+		{"/bin/sh", []string{"/bin"}},
+		{root + "/tool", []string{root + "/tool"}}, // root is above HOME
 	} {
-		if got := installPrefix(tc.prog, tc.home); got != tc.want {
-			t.Errorf("installPrefix(%q, %q) = %q; want %q", tc.prog, tc.home, got, tc.want)
+		if got := installDirs(tc.prog, home); !slices.Equal(got, tc.want) {
+			t.Errorf("installDirs(%q, %q) = %q; want %q", tc.prog, home, got, tc.want)
 		}
 	}
 }

@@ -39,20 +39,21 @@ const (
 func npmServer(t *testing.T, pkg, bin string, args ...string) transport.Command {
 	t.Helper()
 	testutil.NeedNpx(t)
+	// Fetch the package into the npm cache outside the sandbox (inside, the
+	// server has no network: npx runs offline from the cache).
 	out, err := exec.Command("npm", "exec", "--yes", "--package="+pkg, "--", "sh", "-c", "command -v "+bin).CombinedOutput()
 	if err != nil {
 		t.Fatalf("npm exec --package=%s: %v\n%s", pkg, err, out)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	path := lines[len(lines)-1]
-	if !filepath.IsAbs(path) {
-		t.Fatalf("npm exec --package=%s: %s not found: %s", pkg, bin, out)
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return transport.Command{Path: path, Args: args, InheritEnv: inheritEnv}
+	return transport.Command{Path: npx, Args: append([]string{"-y", pkg}, args...), InheritEnv: inheritEnv}
 }
 
 // TestRealServerFilesystem: @modelcontextprotocol/server-filesystem,
-// started from npx's cache inside a strict sandbox with its directory as /work,
+// started by npx -y (offline, from its cache) inside a strict sandbox with its directory as /work,
 // reads and writes there, refuses /etc/passwd by its own check, and
 // cannot read a secret through a symbolic link in /work that points out
 // (the link resolves inside the sandbox's root, where the secret is not).

@@ -84,9 +84,10 @@ func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
 	}
 	// The program's install prefix, and its interpreter's.
 	for _, prog := range append([]string{p.program}, p.interpreters()...) {
-		prefix := installPrefix(prog, home)
-		if prefix != "" && !covered(prefix) {
-			ro(prefix, prefix, "runtime (the program's install prefix)")
+		for _, d := range installDirs(prog, home) {
+			if !covered(d) {
+				ro(d, d, "runtime (the program's installation)")
+			}
 		}
 	}
 	// pyenv's root when the program is under it (its shims run pyenv).
@@ -121,7 +122,12 @@ func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
 			continue
 		}
 		if r, err := filepath.EvalSymlinks(c[0]); err == nil && !covered(r) {
-			ro(filepath.Clean(c[0]), r, "runtime ("+c[1]+")")
+			// An overlay: the host's files stay read-only, and what the
+			// launcher writes (npm rewrites index entries and logs even
+			// offline, uv takes locks) goes to a private tmpfs layer
+			// discarded when the server exits.
+			es = append(es, entry{Path: Path{Guest: filepath.Clean(c[0]), Host: r, Mode: sandbox.MountReadOnly,
+				Why: "runtime (" + c[1] + "; host files read-only, writes to a private layer)"}, kind: "overlay", size: p.Memory})
 		}
 	}
 	// HOME: an empty private tmpfs (the caches above are bound under it).
@@ -169,25 +175,33 @@ func (p *Plan) runtimeSet(allowed []entry) ([]entry, error) {
 	return out, nil
 }
 
-// installPrefix returns the directory of prog to make visible: its
-// directory's parent when that is a bin or sbin directory (a pyenv
-// version, /usr/local/go, a node install), else its directory; never /,
-// HOME or a directory above HOME (then only the program's own directory,
-// or the program alone).
-func installPrefix(prog, home string) string {
-	dir := filepath.Dir(prog)
-	prefix := dir
-	if b := filepath.Base(dir); b == "bin" || b == "sbin" {
-		prefix = filepath.Dir(dir)
-	}
+// installDirs returns the directories of prog's installation to make
+// visible: its own directory and, when that is a bin or sbin directory,
+// the lib, lib64, libexec and share directories beside it that exist (a
+// pyenv version's standard library, a node install's lib/node_modules)
+// — not the whole prefix, which for a program in a project's bin
+// directory would be the project (its .env and .git among it). Never /,
+// HOME or a directory above HOME: then only the program itself.
+func installDirs(prog, home string) []string {
 	bad := func(d string) bool { return d == "/" || (home != "" && under(home, d)) }
-	switch {
-	case !bad(prefix):
-		return prefix
-	case !bad(dir):
-		return dir
+	dir := filepath.Dir(prog)
+	if bad(dir) {
+		return []string{prog}
 	}
-	return prog
+	out := []string{dir}
+	if b := filepath.Base(dir); b == "bin" || b == "sbin" {
+		prefix := filepath.Dir(dir)
+		if bad(prefix) {
+			return out
+		}
+		for _, sub := range []string{"lib", "lib64", "libexec", "share"} {
+			d := filepath.Join(prefix, sub)
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 // interpreters returns the resolved interpreters of a script program
@@ -265,4 +279,30 @@ func (p *Plan) etcFiles() []nsinit.File {
 		{Target: "/etc/hosts", Content: "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
 		{Target: "/etc/resolv.conf", Content: "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n"},
 	}
+}
+
+// launcherEnv returns what the sandbox adds to the environment env of a
+// server so that package launchers run from their caches: without network
+// (no allowed_hosts) npm_config_offline=true and UV_OFFLINE=1, so that npx
+// and uvx use what is cached and fail at once (npm's ENOTCACHED) instead
+// of retrying the registry for a minute; with network
+// npm_config_prefer_offline=true, so that what is cached is used without
+// revalidation. A variable the server's environment sets already (in any
+// case, for npm) is left alone.
+func (p *Plan) launcherEnv(env []string) []string {
+	set := func(k string) bool {
+		return envValue(env, k) != "" || envValue(env, strings.ToUpper(k)) != ""
+	}
+	var out []string
+	if len(p.Spec.Hosts) == 0 {
+		if !set("npm_config_offline") {
+			out = append(out, "npm_config_offline=true")
+		}
+		if !set("UV_OFFLINE") {
+			out = append(out, "UV_OFFLINE=1")
+		}
+	} else if !set("npm_config_prefer_offline") {
+		out = append(out, "npm_config_prefer_offline=true")
+	}
+	return out
 }

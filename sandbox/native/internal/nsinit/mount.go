@@ -208,6 +208,8 @@ func mountOne(m Mount) error {
 		return nil
 	case "dev":
 		return mountDev(dst, m.Target)
+	case "overlay":
+		return mountOverlay(oldRoot+m.Source, dst, m.Size)
 	case "symlink":
 		if err := mkdirs(filepath.Dir(dst)); err != nil {
 			return err
@@ -338,6 +340,49 @@ func writeFile(f File) error {
 			return err
 		}
 		b = b[n:]
+	}
+	return nil
+}
+
+// overlays counts the overlay mounts made, naming their layers' tmpfs.
+var overlays int
+
+// mountOverlay mounts an overlay (Documentation/filesystems/overlayfs.rst)
+// on dst: the lower layer is src (the host's directory, never written),
+// the upper layer a tmpfs of size bytes (0: the kernel default) made in
+// the staging tmpfs, so writes stay private and end with the server.
+// userxattr: an overlay mounted in a user namespace keeps its whiteouts
+// in user.* extended attributes (kernel 5.11+).
+func mountOverlay(src, dst string, size int64) error {
+	if strings.ContainsAny(src, ",:\\") {
+		return fmt.Errorf("the lower directory %q has a comma, colon or backslash, which overlay options cannot carry", strings.TrimPrefix(src, oldRoot))
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(src, &st); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return errors.New("source: not a directory")
+	}
+	overlays++
+	layer := fmt.Sprintf("/overlay%d", overlays)
+	if err := unix.Mkdir(layer, 0o700); err != nil {
+		return fmt.Errorf("mkdir %s: %w", layer, err)
+	}
+	if err := unix.Mount("tmpfs", layer, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsData("0700", size)); err != nil {
+		return fmt.Errorf("mount the upper layer's tmpfs: %w", err)
+	}
+	for _, d := range []string{layer + "/upper", layer + "/work"} {
+		if err := unix.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("mkdir %s: %w", d, err)
+		}
+	}
+	if err := mkTarget(dst, true); err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work,userxattr", src, layer, layer)
+	if err := unix.Mount("overlay", dst, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount overlay: %w", err)
 	}
 	return nil
 }
