@@ -293,13 +293,6 @@ func (p *Plan) config(cmd *exec.Cmd, rel *relay, as, nproc uint64) (*nsinit.Conf
 		c.Files = append(c.Files, nsinit.File{Target: g, Content: content})
 		ll.ReadOnly = append(ll.ReadOnly, g)
 	}
-	for _, a := range c.Listen {
-		if _, port, err := net.SplitHostPort(a); err == nil {
-			if n, err := strconv.ParseUint(port, 10, 16); err == nil {
-				ll.ConnectTCP = append(ll.ConnectTCP, uint16(n))
-			}
-		}
-	}
 	c.Landlock = ll
 	return c, nil
 }

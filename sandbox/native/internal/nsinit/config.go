@@ -89,12 +89,11 @@ type File struct {
 
 // Landlock is the Landlock ruleset (kernel Documentation/userspace-api/
 // landlock.rst): read and execute under ReadOnly, read and write under
-// ReadWrite, TCP connect only to ConnectTCP ports (ABI 4+), no abstract
-// Unix socket or signal beyond the sandbox (ABI 6+). BestEffort takes
+// ReadWrite, no abstract Unix socket or signal beyond the sandbox (ABI
+// 6+); TCP is the network namespace's to confine. BestEffort takes
 // what the kernel's ABI offers.
 type Landlock struct {
 	ReadOnly   []string `json:"ro"`
 	ReadWrite  []string `json:"rw"`
-	ConnectTCP []uint16 `json:"connect_tcp"`
 	BestEffort bool     `json:"best_effort"`
 }

@@ -13,10 +13,13 @@ import (
 // restrictLandlock enforces l on the calling thread (which execve()s the
 // server next, keeping its Landlock domain): the file system rights of
 // ABI 7 (read and execute under ReadOnly, everything under ReadWrite, the
-// listing of directory names from / down), TCP connect(2) to the
-// ConnectTCP ports only (bind(2) is left to the network namespace), and the
-// abstract Unix socket and signal scopes (kernel Documentation/
-// userspace-api/landlock.rst). Strict mode needs ABI 7; BestEffort takes
+// listing of directory names from / down) and the abstract Unix socket
+// and signal scopes (kernel Documentation/userspace-api/landlock.rst).
+// TCP is left to the network namespace, whose only reachable addresses are
+// the server's own loopback and the relay's listeners: a Landlock connect
+// rule limited to the relay's ports also refused a server's connections to
+// its own loopback services (a browser's debugging port, a helper
+// process), which reach nothing outside. Strict mode needs ABI 7; BestEffort takes
 // what the kernel offers (nothing on a kernel without Landlock). The
 // ruleset is built with go-landlock's Config.NewRulesetFD and enforced with
 // landlock_restrict_self(2) on this thread only, as its documentation's
@@ -24,9 +27,8 @@ import (
 // every thread through libpsx, which a cgo build cannot use).
 func restrictLandlock(l *Landlock) error {
 	cfg := landlock.Config{
-		HandledAccessFS:  landlock.V7.HandledAccessFS,
-		HandledAccessNet: landlock.AccessNetSet(llsyscall.AccessNetConnectTCP),
-		Scoped:           landlock.V7.Scoped,
+		HandledAccessFS: landlock.V7.HandledAccessFS,
+		Scoped:          landlock.V7.Scoped,
 	}
 	if l.BestEffort {
 		cfg = cfg.BestEffort()
@@ -46,9 +48,6 @@ func restrictLandlock(l *Landlock) error {
 			// Device nodes (/dev/null, /dev/tty) need their ioctls.
 			rules = append(rules, landlock.RWFiles(p).WithIoctlDev().IgnoreIfMissing())
 		}
-	}
-	for _, port := range l.ConnectTCP {
-		rules = append(rules, landlock.ConnectTCP(port))
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
