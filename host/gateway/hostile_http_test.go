@@ -202,8 +202,10 @@ func TestSlowBodyCutAtReadTimeout(t *testing.T) {
 	addr := serveBase(t, f)
 	for _, how := range []string{"body", "headers"} {
 		t.Run(how, func(t *testing.T) {
-			c := dialFrom(t, "127.0.0.1", addr)
+			// Before the dial: the server's read deadline starts when it
+			// accepts, which may come before dialFrom returns here.
 			t0 := time.Now()
+			c := dialFrom(t, "127.0.0.1", addr)
 			if how == "body" {
 				if err := withheldBody(c, "POST", "/mcp", addr, "bob-token-0123456789ab", 1000); err != nil {
 					t.Fatal(err)
