@@ -115,6 +115,19 @@ func (s *Spec) Plan() (*Plan, error) {
 		p.MemoryBy, p.PidsBy = "cgroup "+p.Mechanisms.Cgroup, "cgroup "+p.Mechanisms.Cgroup
 	default:
 		p.MemoryBy, p.PidsBy = "rlimit AS", "rlimit NPROC"
+		if os.Geteuid() == 0 {
+			// The kernel does not apply RLIMIT_NPROC to the initial user
+			// namespace's root, which the server's uid 0 maps to
+			// (setrlimit(2), fork(2): EAGAIN "unless the caller has
+			// CAP_SYS_ADMIN or CAP_SYS_RESOURCE, or the real user ID is 0").
+			const why = "a pids limit (no writable cgroup, and RLIMIT_NPROC does not bind root)"
+			if s.Mode == ModeStrict {
+				return nil, fmt.Errorf("%w: server %q: sandbox = %q needs %s: run toolhost where it may create cgroups, or set sandbox = %q",
+					ErrUnavailable, s.Name, ModeStrict, why, ModeBestEffort)
+			}
+			p.PidsBy = ""
+			p.Missing = append(p.Missing, why)
+		}
 	}
 
 	p.home = envValue(s.Env, "HOME")

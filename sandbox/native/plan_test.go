@@ -23,7 +23,7 @@ func withProbe(t *testing.T, m Mechanisms) {
 	t.Cleanup(func() { probe = old })
 }
 
-var fullKernel = Mechanisms{UserNS: true, Landlock: 7, Seccomp: true}
+var fullKernel = Mechanisms{UserNS: true, Landlock: 7, Seccomp: true, Cgroup: "v1"}
 
 // TestPlanSpecErrors: each malformed spec is ErrSpec, naming the key.
 func TestPlanSpecErrors(t *testing.T) {
@@ -75,7 +75,7 @@ func TestPlanSpecErrors(t *testing.T) {
 // naming what is missing and what to do; best-effort lists it in Missing
 // and Lines; without user namespaces both modes fail.
 func TestPlanStrictMissingMechanism(t *testing.T) {
-	withProbe(t, Mechanisms{UserNS: true, Landlock: 3, Seccomp: false})
+	withProbe(t, Mechanisms{UserNS: true, Landlock: 3, Seccomp: false, Cgroup: "v1"})
 	s := Spec{Name: "srv", Mode: ModeStrict, Command: "/bin/sh"}
 	_, err := s.Plan()
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Landlock ABI 7 (the kernel offers ABI 3) and seccomp") ||
@@ -316,5 +316,27 @@ func TestPlanProgramInAllowedPath(t *testing.T) {
 	}
 	if g, ok := p.guestPath(prog); !ok || g != "/work/bin/server" {
 		t.Fatalf("the program's guest path: %q, %v; want /work/bin/server", g, ok)
+	}
+}
+
+// TestPlanRootWithoutCgroup: as root without a writable cgroup nothing
+// limits pids (RLIMIT_NPROC does not bind uid 0): strict fails with
+// ErrUnavailable, best-effort lists it as missing.
+func TestPlanRootWithoutCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	withProbe(t, Mechanisms{UserNS: true, Landlock: 7, Seccomp: true})
+	s := Spec{Name: "srv", Mode: ModeStrict, Command: "/bin/sh"}
+	if _, err := s.Plan(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "pids") {
+		t.Errorf("strict: %v; want ErrUnavailable naming pids", err)
+	}
+	s.Mode = ModeBestEffort
+	p, err := s.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PidsBy != "" || !strings.Contains(strings.Join(p.Missing, "; "), "pids") {
+		t.Errorf("best-effort: PidsBy %q, Missing %q", p.PidsBy, p.Missing)
 	}
 }
