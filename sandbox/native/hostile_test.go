@@ -169,20 +169,7 @@ func TestHostileNetwork(t *testing.T) {
 	}()
 	lan := lanAddr(t, wild.Addr().(*net.TCPAddr).Port)
 	name := fmt.Sprintf("toolhost-hostile-%d", os.Getpid())
-	ul, err := net.Listen("unix", "@"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ul.Close()
-	go func() {
-		for {
-			c, err := ul.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	abstractListener(t, name)
 	// The same calls work outside the sandbox: the test is not vacuous.
 	plain, _ := sandboxed(t, nil, transport.Command{Path: bin, InheritEnv: inheritEnv})
 	for _, c := range []struct{ tool, arg, val string }{
@@ -463,20 +450,7 @@ func TestHostileCompareSrt(t *testing.T) {
 	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "host loopback service") }))
 	defer local.Close()
 	name := fmt.Sprintf("toolhost-compare-%d", os.Getpid())
-	ul, err := net.Listen("unix", "@"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ul.Close()
-	go func() {
-		for {
-			c, err := ul.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	abstractListener(t, name)
 	vpid := victim.Process.Pid
 	noSecret := func(got string) bool { return !strings.Contains(got, content) }
 	cases := []compareCase{
@@ -624,4 +598,26 @@ func TestHostileEgress(t *testing.T) {
 	if d := l.Denials(); d.Count < before+5 || d.Last == "" {
 		t.Errorf("denials %+v; want the 5 refused CONNECTs counted (from %d)", d, before)
 	}
+}
+
+// abstractListener listens on the abstract Unix socket @name in toolhost's
+// network namespace, accepting and closing every connection, until t ends.
+func abstractListener(t *testing.T, name string) {
+	t.Helper()
+	ul, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { ul.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := ul.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 }
