@@ -81,10 +81,15 @@ func runIn(t *testing.T, spec Spec, argv ...string) result {
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
-	l := New(plan, nil)
+	return runWith(t, New(plan, nil), spec.Env, argv...)
+}
+
+// runWith runs argv with launcher l, as runIn does.
+func runWith(t *testing.T, l *Launcher, env []string, argv ...string) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, spec.Env...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	done := make(chan result, 1)
 	go func() {
@@ -480,5 +485,57 @@ print(a.recv(64).decode())
 	}
 	if !strings.Contains(r.stdout, "own loopback") {
 		t.Errorf("stdout %q; want the bytes sent over the server's own loopback", r.stdout)
+	}
+}
+
+// TestLaunchSourceSwapped: a mount source replaced by a symbolic link after
+// the plan (the launcher keeps its plan across restarts) is refused at the
+// next start, not followed to where it points; and Plan refuses a mount
+// whose host directory is inside a read-write one's, which would let the
+// server make that swap itself.
+func TestLaunchSourceSwapped(t *testing.T) {
+	needSandbox(t)
+	root := t.TempDir()
+	data, secret := filepath.Join(root, "data"), filepath.Join(root, "secret")
+	for _, d := range []string{data, secret} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(secret, "key"), []byte("SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Name: "swap", Mode: ModeStrict, Command: "/bin/sh", Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{
+		{Guest: "/data", Host: data, Mode: sandbox.MountReadOnly},
+	}}}
+	plan, err := spec.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(plan, nil)
+	if r := runWith(t, l, nil, "/bin/sh", "-c", "ls /data"); r.launchErr != nil || r.waitErr != nil {
+		t.Fatalf("first start: launch %v, wait %v", r.launchErr, r.waitErr)
+	}
+	if err := os.Remove(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("secret", data); err != nil {
+		t.Fatal(err)
+	}
+	r := runWith(t, l, nil, "/bin/sh", "-c", "cat /data/key")
+	if strings.Contains(r.stdout, "SECRET") {
+		t.Fatal("the swapped source was followed: the secret is readable")
+	}
+	var se *SetupError
+	if !errors.As(r.launchErr, &se) || se.Stage != "mount /data" || !strings.Contains(se.Msg, "symbolic link") {
+		t.Fatalf("second start: %v; want a SetupError at mount /data naming the symbolic link", r.launchErr)
+	}
+
+	nested := Spec{Name: "nested", Mode: ModeStrict, Command: "/bin/sh", Capabilities: sandbox.Capabilities{Mounts: []sandbox.Mount{
+		{Guest: "/work", Host: root, Mode: sandbox.MountReadWrite},
+		{Guest: "/other", Host: secret, Mode: sandbox.MountReadOnly},
+	}}}
+	if _, err := nested.Plan(); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("nested under a read-write mount: Plan %v; want ErrSpec", err)
 	}
 }

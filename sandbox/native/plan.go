@@ -232,6 +232,18 @@ func (s *Spec) allowedEntries() ([]entry, error) {
 		}
 		out = append(out, entry{Path: Path{Guest: m.Guest, Host: host, Mode: m.Mode, Why: "allowed_paths"}, kind: "bind"})
 	}
+	// A mount whose host directory lies inside another, read-write one's
+	// would let the server replace it (or a directory above it) with a
+	// symbolic link pointing anywhere on the host, followed at the next
+	// start.
+	for _, a := range out {
+		for _, b := range out {
+			if a.Mode == sandbox.MountReadWrite && b.Host != a.Host && under(b.Host, a.Host) {
+				return nil, fmt.Errorf("%w: server %q: allowed_paths %q: its host directory %s is inside %q's, which is read-write: the server could replace it with a symbolic link to anywhere; mount a directory outside it",
+					ErrSpec, s.Name, b.Guest, b.Host, a.Guest)
+			}
+		}
+	}
 	return out, nil
 }
 
