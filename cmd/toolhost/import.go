@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/termsafe"
@@ -37,6 +38,7 @@ const (
 var (
 	importNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	upperEnvRE   = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 	headerNameRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 	// refRE matches the references the mcpServers formats already share
 	// with toolhost: ${VAR} and ${VAR:-default} (Claude Code expands them).
@@ -317,12 +319,12 @@ func (im *importer) entries(data []byte) (string, []importEntry, error) {
 	return format, entries, nil
 }
 
-// label names an entry in messages.
+// label names an entry in messages (cut to 200 bytes).
 func (e importEntry) label() string {
 	if e.from != "" {
-		return e.name + " (project " + e.from + ")"
+		return truncate(e.name, 200) + " (project " + truncate(e.from, 200) + ")"
 	}
-	return e.name
+	return truncate(e.name, 200)
 }
 
 func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
@@ -409,7 +411,7 @@ func (im *importer) translate(e importEntry) (string, error) {
 	if e.from != "" {
 		fmt.Fprintf(&b, "# from project %s\n", termsafe.Line(e.from))
 	}
-	where := e.name
+	where := truncate(e.name, 200)
 	if hasCommand {
 		cmd, err := im.value(command, "command", where)
 		if err != nil {
@@ -552,7 +554,7 @@ func (im *importer) backendName(e importEntry) (name, note string, err error) {
 		note = "was " + termsafe.Line(strconvQuote(truncate(e.name, 200))) + " in the imported file"
 	}
 	if prev, dup := im.taken[name]; dup {
-		return "", "", fmt.Errorf("backend name %q is already taken by the entry %q imported before it: rename one in the file", name, prev)
+		return "", "", fmt.Errorf("backend name %q is already taken by the entry %q imported before it: rename one in the file", name, truncate(prev, 200))
 	}
 	if n, dup := im.existing[name]; dup {
 		return "", "", fmt.Errorf("backend name %q is already used in the configuration (--prefix-check)", n)
@@ -577,7 +579,8 @@ func credentialHeader(name string) bool {
 }
 
 // upperSnake turns a key or input id into an environment variable name:
-// camelCase split, letters upper-cased, every other character "_".
+// camelCase split, letters upper-cased, every other character "_", runs of
+// "_" made one, "_" put before a leading digit.
 func upperSnake(s string) string {
 	var b strings.Builder
 	prevLower := false
@@ -595,6 +598,9 @@ func upperSnake(s string) string {
 		}
 	}
 	out := b.String()
+	for strings.Contains(out, "__") {
+		out = strings.ReplaceAll(out, "__", "_")
+	}
 	if out == "" || out[0] >= '0' && out[0] <= '9' {
 		out = "_" + out
 	}
@@ -623,7 +629,10 @@ func (im *importer) secret(varKey, key, v, what, where string, header bool) (str
 	if tv != strings.ReplaceAll(v, "$", "$$") {
 		return tv, nil // it holds references
 	}
-	name := upperSnake(varKey)
+	name := varKey
+	if !upperEnvRE.MatchString(name) {
+		name = upperSnake(varKey)
+	}
 	scheme := ""
 	if header && strings.EqualFold(key, "authorization") {
 		if s, rest, ok := strings.Cut(v, " "); ok && rest != "" && !strings.ContainsAny(s, "\t") {
@@ -711,8 +720,11 @@ func (im *importer) vscodeVar(kind, arg string, hasArg bool, what, where string)
 	return "", fmt.Errorf("%s uses the VS Code variable %s}, which has no equivalent in toolhost", what, truncate(ref, 80))
 }
 
-// tomlString quotes s as a TOML basic string: \" and \\ escaped, and every
-// control character (which TOML does not allow raw) as \uXXXX.
+// tomlString quotes s as a TOML basic string (TOML 1.0, "String"): \" and
+// \\ escaped, and every control character (which TOML does not allow raw)
+// and every other character termsafe escapes (C1 controls, bidirectional
+// and invisible format characters) as \uXXXX, so that the output is safe
+// to show on a terminal and decodes to s exactly.
 func tomlString(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)
@@ -723,7 +735,7 @@ func tomlString(s string) string {
 			b.WriteString(`\"`)
 		case r == '\\':
 			b.WriteString(`\\`)
-		case r < 0x20 || r == 0x7f:
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r != utf8.RuneError && termsafe.Line(string(r)) != string(r):
 			fmt.Fprintf(&b, `\u%04X`, r)
 		default:
 			b.WriteRune(r)
