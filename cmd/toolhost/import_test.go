@@ -41,7 +41,9 @@ func parseImported(t *testing.T, stdout, stderr string) (*config.Config, map[str
 	return cfg, vars
 }
 
-func fixturePath(name string) string { return filepath.Join(testutil.Root(), "testdata", "import", name) }
+func fixturePath(name string) string {
+	return filepath.Join(testutil.Root(), "testdata", "import", name)
+}
 
 func TestImportClaudeDesktop(t *testing.T) {
 	code, stdout, stderr := runCLI("import", fixturePath("claude_desktop_config.json"))
