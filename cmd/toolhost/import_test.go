@@ -468,3 +468,34 @@ func TestImportBinaryEndToEnd(t *testing.T) {
 		t.Errorf("check without the variable: %v\n%s", err, got)
 	}
 }
+
+// VS Code's settings.json keeps servers under "mcp"; keys toolhost has no
+// use for are named in a comment, not dropped silently.
+func TestImportVSCodeSettingsAndIgnoredKeys(t *testing.T) {
+	path := writeJSON(t, map[string]any{
+		"editor.fontSize": 14,
+		"mcp": map[string]any{
+			"inputs": []any{map[string]any{"type": "promptString", "id": "api_key", "description": "Key\x1b[2J", "password": true}},
+			"servers": map[string]any{
+				"time": map[string]any{"command": "uvx", "args": []string{"mcp-server-time"}, "env": map[string]any{"KEY": "${input:api_key}"},
+					"disabled": true, "alwaysAllow": []string{"get_time"}},
+			},
+		},
+	})
+	code, stdout, stderr := runCLI("import", path)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	cfg, _ := parseImported(t, stdout, stderr)
+	if cfg.Servers["time"].Env["KEY"] != "VAL-API_KEY" {
+		t.Errorf("time: %+v", cfg.Servers["time"])
+	}
+	for _, want := range []string{"# Format: VS Code settings.json", "# not imported: alwaysAllow, disabled"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, `set API_KEY (VS Code input "api_key", used in env KEY of "time": Key\x1b[2J (a password))`) {
+		t.Errorf("stderr:\n%q", stderr)
+	}
+}
