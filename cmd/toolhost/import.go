@@ -124,8 +124,11 @@ func (c *cli) importCmd(args []string) int {
 	fmt.Fprintf(&out, "# Set the environment variables toolhost import listed on stderr before loading this file.\n")
 	written, refused := 0, 0
 	for _, e := range entries {
+		// A refused entry's variables and notes are not listed.
+		vars, values, notes := maps.Clone(im.vars), maps.Clone(im.values), len(im.notes)
 		table, err := im.translate(e)
 		if err != nil {
+			im.vars, im.values, im.notes = vars, values, im.notes[:notes]
 			refused++
 			fmt.Fprintf(c.stderr, "toolhost: import: refused %s: %s\n", termsafe.Line(strconvQuote(e.label())), termsafe.Line(err.Error()))
 			continue

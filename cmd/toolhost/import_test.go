@@ -499,3 +499,15 @@ func TestImportVSCodeSettingsAndIgnoredKeys(t *testing.T) {
 		t.Errorf("stderr:\n%q", stderr)
 	}
 }
+
+// A refused entry's variables are not listed to set.
+func TestImportRefusedEntryListsNoVariables(t *testing.T) {
+	path := writeJSON(t, map[string]any{"mcpServers": map[string]any{
+		"a": map[string]any{"url": "https://example.com/mcp", "headers": map[string]any{"Authorization": "Bearer x", "Bad Name": "v"}},
+		"b": map[string]any{"command": "x", "env": map[string]any{"B_KEY": "v"}},
+	}})
+	code, _, stderr := runCLI("import", path)
+	if code != 0 || strings.Contains(stderr, "A_AUTHORIZATION") || !strings.Contains(stderr, "set B_KEY (") || !strings.Contains(stderr, `refused "a"`) {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+}
