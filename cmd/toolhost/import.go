@@ -412,7 +412,7 @@ func (im *importer) translate(e importEntry) (string, error) {
 		fmt.Fprintf(&b, "# %s\n", note)
 	}
 	if e.from != "" {
-		fmt.Fprintf(&b, "# from project %s\n", termsafe.Line(e.from))
+		fmt.Fprintf(&b, "# from project %s\n", termsafe.Line(truncate(e.from, 200)))
 	}
 	where := truncate(e.name, 200)
 	if hasCommand {

@@ -511,3 +511,18 @@ func TestImportRefusedEntryListsNoVariables(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, stderr)
 	}
 }
+
+// Two entries with the same env key but different literals share the
+// variable: stderr says so.
+func TestImportSharedVariableNote(t *testing.T) {
+	path := writeJSON(t, map[string]any{"mcpServers": map[string]any{
+		"a": map[string]any{"command": "x", "env": map[string]any{"API_KEY": "one"}},
+		"b": map[string]any{"command": "x", "env": map[string]any{"API_KEY": "two"}},
+		"c": map[string]any{"command": "x", "env": map[string]any{"SAME": "v"}},
+		"d": map[string]any{"command": "x", "env": map[string]any{"SAME": "v"}},
+	}})
+	code, _, stderr := runCLI("import", path)
+	if code != 0 || !strings.Contains(stderr, `note: API_KEY was a literal with different values in several entries`) || strings.Contains(stderr, "note: SAME") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+}
