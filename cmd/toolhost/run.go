@@ -66,6 +66,9 @@ Commands:
                                  serve the catalogue as an MCP server: on stdin/stdout, or over
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
                                  127.0.0.1:8808); [serve.clients.NAME] tokens select profiles
+  import FILE [--prefix-check]   translate a client's MCP configuration (Claude Desktop, Cursor, Claude
+                                 Code, VS Code) into [servers.NAME] tables on stdout; the variables
+                                 to set and what could not be translated go to stderr
 
 Global flags (before or after the command):
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
@@ -161,6 +164,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.prewarm(rest)
 	case "audit":
 		return c.auditCmd(rest)
+	case "import":
+		return c.importCmd(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
