@@ -413,12 +413,16 @@ func (h *Host) awaitFirst(ctx context.Context, bs []*backend) {
 // disable makes b, a backend never started, a disabled one: it has no
 // supervisor (its exited is closed) and calls fail with ErrBackendDisabled,
 // whose message says how to enable it: byConfig, enabled = false in the
-// configuration, else Host.Enable. b is not published yet.
+// configuration, else Host.Enable. b is not started yet (New disables
+// before it launches any backend).
 func (h *Host) disable(b *backend, byConfig bool) {
-	b.state, b.lastErr = StateDisabled, fmt.Errorf("%w: Host.Enable starts it", ErrBackendDisabled)
+	err := fmt.Errorf("%w: Host.Enable starts it", ErrBackendDisabled)
 	if byConfig {
-		b.lastErr = errConfigDisabled(b.name)
+		err = errConfigDisabled(b.name)
 	}
+	b.mu.Lock()
+	b.state, b.lastErr = StateDisabled, err
+	b.mu.Unlock()
 	close(b.exited)
 	b.firstOnce.Do(func() { close(b.firstDone) })
 }

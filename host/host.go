@@ -280,14 +280,18 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	h.mu.Lock()
 	h.views = h.buildViews(nil, nil)
 	h.mu.Unlock()
+	// enabled = false: shown by Status, never started. (All are marked
+	// before any supervisor runs and rebuilds the catalogue.)
 	t := h.cur.Load()
 	for _, b := range h.all() {
 		if t.offInConfig(b.name) {
-			// enabled = false: shown by Status, never started.
 			h.disable(b, true)
-			continue
 		}
-		h.launch(b)
+	}
+	for _, b := range h.all() {
+		if !t.offInConfig(b.name) {
+			h.launch(b)
+		}
 	}
 	for _, b := range h.all() {
 		select {
