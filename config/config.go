@@ -140,7 +140,7 @@ type Server struct {
 	Enabled *bool `toml:"enabled" json:",omitempty"`
 	// Description is a free-form note for operators, shown by toolhost
 	// check (key description; at most MaxDescription bytes, no control
-	// characters but tab).
+	// characters but tab, no U+2028/U+2029). Default empty.
 	Description string `toml:"description" json:",omitempty"`
 
 	// Command is the program to run (looked up in PATH when it has no slash).

@@ -487,7 +487,8 @@ func validHeaderName(s string) bool {
 }
 
 // description checks a backend's description: at most MaxDescription bytes,
-// valid UTF-8, no control characters but tab (it is printed on one line).
+// valid UTF-8, no control characters but tab (C0, DEL, C1) and no
+// U+2028/U+2029 line or paragraph separators (it is printed on one line).
 func (l *loader) description(key toml.Key, d string) {
 	switch {
 	case len(d) > MaxDescription:
@@ -496,7 +497,7 @@ func (l *loader) description(key toml.Key, d string) {
 		l.errorf(key, "is not valid UTF-8")
 	default:
 		for _, r := range d {
-			if r != '\t' && unicode.IsControl(r) {
+			if r != '\t' && (unicode.IsControl(r) || r == '\u2028' || r == '\u2029') {
 				l.errorf(key, "must not contain line breaks or other control characters (found %U)", r)
 				return
 			}
