@@ -133,6 +133,16 @@ type Server struct {
 	// Line is the line of the [servers.NAME] header (1-based), for messages.
 	Line int `toml:"-"`
 
+	// Enabled (key enabled, default true) set to false disables the
+	// server: it stays in the Config and every check still applies to it,
+	// but the host starts nothing for it and it contributes no tools,
+	// prompts or resources. Nil means true; use IsEnabled.
+	Enabled *bool `toml:"enabled" json:",omitempty"`
+	// Description is a free-form note for operators, shown by toolhost
+	// check (key description; at most MaxDescription bytes, no control
+	// characters but tab, no U+2028/U+2029). Default empty.
+	Description string `toml:"description" json:",omitempty"`
+
 	// Command is the program to run (looked up in PATH when it has no slash).
 	Command string `toml:"command"`
 	// Args are its arguments.
@@ -270,6 +280,10 @@ type Plugin struct {
 	// Line is the line of the [plugins.NAME] header (1-based).
 	Line int `toml:"-"`
 
+	// Enabled and Description are as in Server.
+	Enabled     *bool  `toml:"enabled" json:",omitempty"`
+	Description string `toml:"description" json:",omitempty"`
+
 	// Path is the .wasm file; relative paths are resolved against Config.Dir
 	// at load (the resolved path is stored here).
 	Path string `toml:"path"`
@@ -344,4 +358,27 @@ type Mount struct {
 	// Quota caps the bytes of the files under the mount (mount_quota; 0:
 	// none). Only rw mounts may have one.
 	Quota Size
+}
+
+// MaxDescription is the longest description (key description of
+// [servers.NAME] and [plugins.NAME]) Load accepts, in bytes.
+const MaxDescription = 1024
+
+// IsEnabled reports whether the server runs: its enabled key is unset or
+// true.
+func (s *Server) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
+
+// IsEnabled reports whether the plugin runs: its enabled key is unset or
+// true.
+func (p *Plugin) IsEnabled() bool { return p.Enabled == nil || *p.Enabled }
+
+// BackendEnabled reports whether the backend NAME is configured and enabled.
+func (c *Config) BackendEnabled(name string) bool {
+	if s, ok := c.Servers[name]; ok {
+		return s.IsEnabled()
+	}
+	if p, ok := c.Plugins[name]; ok {
+		return p.IsEnabled()
+	}
+	return false
 }

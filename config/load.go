@@ -523,6 +523,14 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 			return
 		}
 		*p = r
+	case **bool:
+		// An optional bool (enabled): nil when the key is absent.
+		r, ok := raw.(bool)
+		if !ok {
+			l.errorf(key, "must be true or false; got %s", typeName(raw))
+			return
+		}
+		*p = &r
 	default:
 		// Only reachable if a field of an unsupported type is added to the
 		// schema; TestSchemaFieldTypes guards against it.

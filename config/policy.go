@@ -311,7 +311,13 @@ func (l *loader) validatePolicy(cfg *Config) {
 			list []string
 		}{{"requires", pr.Requires}, {"recommends", pr.Recommends}} {
 			for i, b := range f.list {
-				if _, ok := cfg.Servers[b]; ok {
+				if _, ok := cfg.Servers[b]; ok || cfg.Plugins[b] != nil {
+					// A profile that requires a disabled backend could
+					// make no call at all: refuse it now. (recommends
+					// on one is a warning, from the host and check.)
+					if f.key == "requires" && !cfg.BackendEnabled(b) {
+						l.errorf(pkk(f.key), "element %d: backend %q is disabled (enabled = false) but profile %q requires it: enable the backend or remove it from requires", i+1, b, n)
+					}
 					continue
 				}
 				if _, ok := cfg.Plugins[b]; ok {

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 
@@ -133,6 +135,7 @@ func (l *loader) samePrefixes(cfg *Config, keys []toml.Key) {
 
 func (l *loader) validateServer(s *Server, key toml.Key) {
 	k := func(name string) toml.Key { return append(key[:len(key):len(key)], name) }
+	l.description(k("description"), s.Description)
 	switch {
 	case s.Command != "" && s.URL != "":
 		l.errorf(key, "has both command and url: set exactly one of command (a stdio server) or url (a Streamable HTTP server)")
@@ -267,6 +270,7 @@ func (l *loader) validateOAuth(s *Server, key toml.Key) {
 
 func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 	k := func(name string) toml.Key { return append(key[:len(key):len(key)], name) }
+	l.description(k("description"), p.Description)
 	if p.Path == "" {
 		if !l.reported(k("path")) && !l.typos[key.String()] {
 			l.errorf(key, "path is required: set path to the plugin's .wasm file")
@@ -480,6 +484,25 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return true
+}
+
+// description checks a backend's description: at most MaxDescription bytes,
+// valid UTF-8, no control characters but tab (C0, DEL, C1) and no
+// U+2028/U+2029 line or paragraph separators (it is printed on one line).
+func (l *loader) description(key toml.Key, d string) {
+	switch {
+	case len(d) > MaxDescription:
+		l.errorf(key, "is %d bytes long: keep it to at most %d bytes", len(d), MaxDescription)
+	case !utf8.ValidString(d):
+		l.errorf(key, "is not valid UTF-8")
+	default:
+		for _, r := range d {
+			if r != '\t' && (unicode.IsControl(r) || r == '\u2028' || r == '\u2029') {
+				l.errorf(key, "must not contain line breaks or other control characters (found %U)", r)
+				return
+			}
+		}
+	}
 }
 
 // validHeaderValue reports whether s has no control characters but tab

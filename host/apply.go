@@ -23,8 +23,12 @@ var (
 	// configuration while the operation waited for it or ran.
 	ErrBackendRemoved = errors.New("backend removed")
 
-	// ErrBackendDisabled: the backend is disabled (Host.Disable); its
-	// configuration is kept and Host.Enable starts it again.
+	// ErrBackendDisabled: the backend is disabled, at run time
+	// (Host.Disable; Host.Enable starts it again) or by its configuration
+	// (enabled = false in its [servers.NAME] or [plugins.NAME] table; Host.Apply
+	// with enabled = true starts it). Its configuration is kept, Status
+	// shows it StateDisabled, and it contributes no tools, prompts or
+	// resources.
 	ErrBackendDisabled = errors.New("backend disabled")
 
 	// ErrBackendExists: Host.Add was given a name that a backend already
@@ -53,6 +57,22 @@ func (t *topology) clone() *topology          { return t.with(nil) }
 func (b *backend) startsEagerly() bool        { return b.sv.Start != config.StartLazy }
 func (h *Host) launch(b *backend)             { h.spawn(b.supervise) }
 func (h *Host) lockTopology() (unlock func()) { h.closeMu.Lock(); return h.closeMu.Unlock }
+
+// offInConfig reports whether t's configuration has backend name with
+// enabled = false (a backend added with Host.Add never is).
+func (t *topology) offInConfig(name string) bool {
+	_, inCfg := t.cfg.Servers[name]
+	if !inCfg && t.cfg.Plugins[name] == nil {
+		return false
+	}
+	return !t.cfg.BackendEnabled(name)
+}
+
+// errConfigDisabled is the last error of a backend disabled by its
+// configuration.
+func errConfigDisabled(name string) error {
+	return fmt.Errorf("%w: enabled = false in the configuration: set enabled = true in its table (or remove the key) and reload to start %q", ErrBackendDisabled, name)
+}
 
 // with returns a copy of t whose backends are t's with those of put
 // replacing (or joining) the ones of the same name; a nil value removes it.
@@ -123,9 +143,11 @@ type ApplyReport struct {
 	// Unchanged are the backends left as they were: same process, same
 	// connection, same restart count and circuit breakers.
 	Unchanged []string `json:"unchanged,omitempty"`
-	// Disabled are the backends of the new configuration that stay
-	// disabled (Host.Disable) and so were not started; they also appear in
-	// Added, Changed or Unchanged.
+	// Disabled are the backends of the new configuration that are
+	// disabled (Host.Disable, or enabled = false in cfg) and so were not
+	// started; they also appear in Added, Changed or Unchanged. A backend
+	// whose enabled key changed is Changed: enabled, it starts; disabled,
+	// its process is stopped.
 	Disabled []string `json:"disabled,omitempty"`
 	// Policy is set when [policy], [profiles] or [tools] differ (positions
 	// in the file included): the catalogue's views were decided afresh and
@@ -145,7 +167,11 @@ type ApplyReport struct {
 // [tools] take effect for every call that resolves its tool after the
 // catalogue is rebuilt; calls already past the policy finish under the old.
 // Backends added with Host.Add are kept; a disabled backend stays disabled
-// (with its new configuration, if it changed).
+// (with its new configuration, if it changed). A backend with enabled =
+// false in cfg is treated as absent for what runs (nothing is started, its
+// tools leave the catalogue) and present for what is shown (Status lists it
+// StateDisabled; a call to one of its tools fails with
+// ErrBackendUnavailable and ErrBackendDisabled).
 //
 // Apply waits, like New, until every started eager backend is ready or its
 // first attempt has failed (each bounded by its startup_timeout), or until
@@ -216,15 +242,16 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (ApplyReport, erro
 			rep.Changed = append(rep.Changed, name)
 			stop = append(stop, ob)
 		}
-		if old.disabled[name] {
+		off := old.disabled[name] || next.offInConfig(name)
+		if off {
 			rep.Disabled = append(rep.Disabled, name)
 		}
 		if nb == nil {
 			continue
 		}
 		put[name] = nb
-		if old.disabled[name] {
-			h.disable(nb)
+		if off {
+			h.disable(nb, next.offInConfig(name))
 		} else {
 			start = append(start, nb)
 		}
@@ -384,10 +411,18 @@ func (h *Host) awaitFirst(ctx context.Context, bs []*backend) {
 }
 
 // disable makes b, a backend never started, a disabled one: it has no
-// supervisor (its exited is closed) and calls fail with ErrBackendDisabled.
-// b is not published yet.
-func (h *Host) disable(b *backend) {
-	b.state, b.lastErr = StateDisabled, fmt.Errorf("%w: Host.Enable starts it", ErrBackendDisabled)
+// supervisor (its exited is closed) and calls fail with ErrBackendDisabled,
+// whose message says how to enable it: byConfig, enabled = false in the
+// configuration, else Host.Enable. b is not started yet (New disables
+// before it launches any backend).
+func (h *Host) disable(b *backend, byConfig bool) {
+	err := fmt.Errorf("%w: Host.Enable starts it", ErrBackendDisabled)
+	if byConfig {
+		err = errConfigDisabled(b.name)
+	}
+	b.mu.Lock()
+	b.state, b.lastErr = StateDisabled, err
+	b.mu.Unlock()
 	close(b.exited)
 	b.firstOnce.Do(func() { close(b.firstDone) })
 }
@@ -415,7 +450,7 @@ func (h *Host) fresh(t *topology, name string) (*backend, error) {
 // EventCatalogue tells), Status shows it StateDisabled, and calls to it
 // fail with ErrBackendUnavailable and ErrBackendDisabled. It stays disabled
 // across Host.Apply while the configuration names it. Disabling a disabled
-// backend does nothing. It returns once the backend's child process and
+// backend (by Host.Disable or by enabled = false) does nothing. It returns once the backend's child process and
 // goroutines are gone. Errors: ErrUnknownBackend, ErrClosed.
 func (h *Host) Disable(ctx context.Context, name string) error {
 	defer h.lockTopology()()
@@ -427,14 +462,14 @@ func (h *Host) Disable(ctx context.Context, name string) error {
 	if b == nil {
 		return unknownBackend(name)
 	}
-	if old.disabled[name] {
+	if old.disabled[name] || old.offInConfig(name) {
 		return nil
 	}
 	nb, err := h.fresh(old, name)
 	if err != nil {
 		return err
 	}
-	h.disable(nb)
+	h.disable(nb, false)
 	next := old.with(map[string]*backend{name: nb})
 	next.disabled[name] = true
 	h.publish(next, false)
@@ -449,8 +484,10 @@ func (h *Host) Disable(ctx context.Context, name string) error {
 // one starts on first use). It returns nil when the backend is ready (or
 // lazy), else its first attempt's error, wrapping ErrBackendUnavailable;
 // the restart policy then goes on trying, as for any backend. Enabling a
-// backend that is not disabled does nothing. Errors: ErrUnknownBackend,
-// ErrClosed, ErrBackendUnavailable.
+// backend that is not disabled does nothing. A backend disabled by its
+// configuration (enabled = false) is not started: the error wraps
+// ErrBackendDisabled (apply a configuration that enables it). Errors:
+// ErrUnknownBackend, ErrClosed, ErrBackendUnavailable, ErrBackendDisabled.
 func (h *Host) Enable(ctx context.Context, name string) error {
 	unlock := h.lockTopology()
 	if h.isClosed() {
@@ -462,6 +499,10 @@ func (h *Host) Enable(ctx context.Context, name string) error {
 	if ph == nil {
 		unlock()
 		return unknownBackend(name)
+	}
+	if old.offInConfig(name) {
+		unlock()
+		return fmt.Errorf("host: Enable: %w", errConfigDisabled(name))
 	}
 	if !old.disabled[name] {
 		unlock()

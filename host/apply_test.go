@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -631,5 +632,109 @@ func TestCustomMaxOutputNamesItsOption(t *testing.T) {
 	}
 	if msg := err.Error(); strings.Contains(msg, "[servers.") || !strings.Contains(msg, "BackendOptions.MaxOutput") {
 		t.Errorf("error names the wrong limit: %s", msg)
+	}
+}
+
+// TestConfigDisabled: a backend with enabled = false in the configuration
+// (eager or lazy) starts no process, even when one of its tools is called:
+// the call fails with ErrBackendUnavailable and ErrBackendDisabled saying
+// how to enable it, Status shows it disabled, and its tools are not in the
+// catalogue. Apply with enabled = true starts it; Apply with enabled =
+// false again stops its process. Host.Enable does not override the file.
+func TestConfigDisabled(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	// The server's command records every start in marker, then becomes
+	// the fixture: a start of a disabled backend cannot go unseen.
+	tmpl := `
+[servers.a]
+command = "/bin/sh"
+args = ["-c", "echo a >> '` + marker + `'; exec '@FIXTURE@'"]
+description = "the one under test"
+ENABLED_A
+
+[servers.lazy]
+command = "/bin/sh"
+args = ["-c", "echo lazy >> '` + marker + `'; exec '@FIXTURE@'"]
+start = "lazy"
+enabled = false
+
+[servers.b]
+command = "@FIXTURE@"
+
+[profiles.p]
+recommends = ["lazy"]
+`
+	off := strings.Replace(tmpl, "ENABLED_A", "enabled = false", 1)
+	on := strings.Replace(tmpl, "ENABLED_A", "enabled = true", 1)
+	h := newHost(t, off)
+	ctx := context.Background()
+	noStart := func(when string) {
+		t.Helper()
+		if b, err := os.ReadFile(marker); err == nil || !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s: a disabled backend was started (%q, %v)", when, b, err)
+		}
+	}
+	for _, name := range []string{"a", "lazy"} {
+		st := statusOf(h, name)
+		if st.State != host.StateDisabled || st.Pid != 0 || !errors.Is(st.Err, host.ErrBackendDisabled) {
+			t.Fatalf("%s: %s pid %d (%v), want disabled with no process", name, st.State, st.Pid, st.Err)
+		}
+		_, err := h.CallTool(ctx, name+"__echo", map[string]any{"text": "x"})
+		if !errors.Is(err, host.ErrBackendUnavailable) || !errors.Is(err, host.ErrBackendDisabled) || !strings.Contains(err.Error(), "enabled = false") {
+			t.Fatalf("calling %s__echo: %v, want ErrBackendUnavailable and ErrBackendDisabled naming enabled = false", name, err)
+		}
+	}
+	if names := catalogue(t, h); slices.Contains(names, "a__echo") || slices.Contains(names, "lazy__echo") || !slices.Contains(names, "b__echo") {
+		t.Fatalf("catalogue: %v, want b's tools only", names)
+	}
+	if _, err := h.Profile("p"); err != nil {
+		t.Fatalf("a profile recommending a disabled backend: %v", err)
+	}
+	if err := h.Enable(ctx, "a"); !errors.Is(err, host.ErrBackendDisabled) {
+		t.Fatalf("Enable of a backend disabled by its configuration: %v, want ErrBackendDisabled", err)
+	}
+	if err := h.Disable(ctx, "a"); err != nil {
+		t.Fatalf("Disable of a backend disabled by its configuration: %v", err)
+	}
+	if err := h.Restart(ctx, "a"); !errors.Is(err, host.ErrBackendDisabled) {
+		t.Fatalf("Restart of a disabled backend: %v, want ErrBackendDisabled", err)
+	}
+	noStart("after New, calls, Enable and Restart")
+
+	rep, err := h.Apply(ctx, parseFixtureConfig(t, on))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Changed, []string{"a"}) || !slices.Equal(rep.Disabled, []string{"lazy"}) {
+		t.Fatalf("Apply enabling a: %+v, want a changed and lazy disabled", rep)
+	}
+	st := statusOf(h, "a")
+	if st.State != host.StateReady || st.Pid == 0 {
+		t.Fatalf("a after Apply with enabled = true: %s pid %d (%s)", st.State, st.Pid, st.LastError)
+	}
+	if res, err := h.CallTool(ctx, "a__echo", map[string]any{"text": "on"}); err != nil || res.IsError {
+		t.Fatalf("a__echo once enabled: %v %v", err, res)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "a\n" {
+		t.Fatalf("starts recorded: %q (%v), want a's only", b, err)
+	}
+
+	rep, err = h.Apply(ctx, parseFixtureConfig(t, off))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Changed, []string{"a"}) || !slices.Equal(rep.Disabled, []string{"a", "lazy"}) {
+		t.Fatalf("Apply disabling a: %+v", rep)
+	}
+	gone(t, "a disabled by Apply", st.Pid)
+	if st := statusOf(h, "a"); st.State != host.StateDisabled || st.Pid != 0 {
+		t.Fatalf("a after Apply with enabled = false: %s pid %d", st.State, st.Pid)
+	}
+	if names := catalogue(t, h); slices.Contains(names, "a__echo") {
+		t.Fatalf("catalogue after disabling a: %v", names)
+	}
+	if _, err := h.CallTool(ctx, "a__echo", map[string]any{"text": "x"}); !errors.Is(err, host.ErrBackendDisabled) {
+		t.Fatalf("a__echo after Apply disabled it: %v, want ErrBackendDisabled", err)
 	}
 }

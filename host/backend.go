@@ -30,7 +30,7 @@ const (
 	StateRestarting State = "restarting" // waiting out the restart backoff; see NextRestart and LastError
 	StateFailed     State = "failed"     // given up until Host.Restart; see LastError
 	StateClosed     State = "closed"     // the Host was closed, or the backend removed (Host.Apply, Host.Remove)
-	StateDisabled   State = "disabled"   // stopped by Host.Disable, its configuration kept; Host.Enable starts it
+	StateDisabled   State = "disabled"   // stopped by Host.Disable (Host.Enable starts it), or enabled = false in its table (never started)
 	// StateNeedsLogin: an OAuth server that wants a token toolhost does not
 	// have (transport.ErrNeedsLogin); not restarted: after `toolhost login
 	// NAME`, Host.Restart (or a new toolhost) starts it. See LastError.

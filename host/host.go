@@ -228,6 +228,10 @@ type Host struct {
 // backends start on first use. A backend still starting when New returns
 // joins the catalogue when it is ready (an EventCatalogue tells).
 //
+// A backend with enabled = false in cfg is built (so a bad table still
+// fails New) but never started: Status shows it StateDisabled and calls to
+// its tools fail with ErrBackendUnavailable and ErrBackendDisabled.
+//
 // A backend that fails does not fail New: it is restarted by policy and
 // reported by Status. New returns an error only when the catalogue itself
 // is invalid: a backend that cannot be built from cfg, or an audit log
@@ -276,8 +280,18 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	h.mu.Lock()
 	h.views = h.buildViews(nil, nil)
 	h.mu.Unlock()
+	// enabled = false: shown by Status, never started. (All are marked
+	// before any supervisor runs and rebuilds the catalogue.)
+	t := h.cur.Load()
 	for _, b := range h.all() {
-		h.launch(b)
+		if t.offInConfig(b.name) {
+			h.disable(b, true)
+		}
+	}
+	for _, b := range h.all() {
+		if !t.offInConfig(b.name) {
+			h.launch(b)
+		}
 	}
 	for _, b := range h.all() {
 		select {

@@ -83,7 +83,9 @@ type View struct {
 // Profile returns the view of the profile name. An unknown name is an error
 // wrapping ErrUnknownProfile. Backends the profile recommends that are down
 // (failed, restarting or needing a login; not idle or starting) are logged
-// as a warning with their last error; those it requires make every CallTool of
+// as a warning with their last error, and so are those disabled by their
+// configuration (enabled = false; config.Load refuses a profile that
+// requires one); those it requires make every CallTool of
 // the view fail with ErrRequiredBackend while they are down.
 func (h *Host) Profile(name string) (*View, error) {
 	h.mu.RLock()
@@ -104,6 +106,10 @@ func (h *Host) Profile(name string) (*View, error) {
 	for _, b := range profiles[name].Recommends {
 		if down, err := h.named(b).down(); down {
 			h.logger.Warn("profile recommends a backend that is not ready", "profile", name, "backend", b, "error", err)
+		} else if h.config().Servers[b] != nil || h.config().Plugins[b] != nil {
+			if !h.config().BackendEnabled(b) {
+				h.logger.Warn("profile recommends a backend that is disabled (enabled = false)", "profile", name, "backend", b)
+			}
 		}
 	}
 	return &View{h: h, name: name}, nil

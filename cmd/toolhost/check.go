@@ -65,6 +65,23 @@ func (c *cli) check(args []string) int {
 		fmt.Fprintf(tw, "%s\twasm\t%s\t%s\t%s\n", n, prefixText(n, p.Prefix), effective(p.Timeout, cfg.Host.CallTimeout), p.Path)
 	}
 	tw.Flush()
+	// A line per backend that is disabled or described, under the table
+	// (a description can be long).
+	for _, n := range names {
+		var on bool
+		var desc string
+		if s, ok := cfg.Servers[n]; ok {
+			on, desc = s.IsEnabled(), s.Description
+		} else {
+			on, desc = cfg.Plugins[n].IsEnabled(), cfg.Plugins[n].Description
+		}
+		if !on {
+			fmt.Fprintf(c.stdout, "backend %s: disabled (enabled = false): starts nothing and offers no tools\n", n)
+		}
+		if desc != "" {
+			fmt.Fprintf(c.stdout, "backend %s: %s\n", n, esc(desc))
+		}
+	}
 	if code := c.checkSandboxes(cfg); code != exitOK {
 		return code
 	}
@@ -120,6 +137,8 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 	}
 	for _, b := range p.Recommends {
 		switch s := st[b]; s.State {
+		case host.StateDisabled:
+			fmt.Fprintf(c.stdout, "recommends %s: warning: disabled (enabled = false): its tools are not offered\n", b)
 		case host.StateReady:
 		case host.StateIdle, host.StateStarting:
 			fmt.Fprintf(c.stdout, "recommends %s: %s (starts at first use)\n", b, s.State)

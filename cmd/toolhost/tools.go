@@ -27,7 +27,8 @@ func (c *cli) tools(args []string) int {
 				fmt.Fprintf(c.stderr, "toolhost: backend %s is still %s; its tools are not listed\n", st.Name, st.State)
 			}
 		}
-		if st := h.Status(); len(st) > 0 && !anyReady(st) {
+		// (A disabled backend, enabled = false, is not expected to be.)
+		if st := enabledOnly(h.Status()); len(st) > 0 && !anyReady(st) {
 			fmt.Fprintf(c.stderr, "toolhost: no tools: none of the %d backends is ready (their errors are logged above); run 'toolhost status' for their state\n", len(st))
 			return exitCallError
 		}
@@ -59,6 +60,17 @@ func (c *cli) tools(args []string) int {
 }
 
 // anyReady reports whether a backend of st is ready.
+// enabledOnly returns st without the disabled backends.
+func enabledOnly(st []host.BackendStatus) []host.BackendStatus {
+	var out []host.BackendStatus
+	for _, s := range st {
+		if s.State != host.StateDisabled {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func anyReady(st []host.BackendStatus) bool {
 	for _, s := range st {
 		if s.State == host.StateReady {
