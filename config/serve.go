@@ -169,6 +169,10 @@ type Client struct {
 	// Profile is the [profiles.NAME] the client sees (default "": the
 	// global policy only).
 	Profile string `toml:"profile"`
+	// Admin lets the client use the operator actions of the REST API
+	// (enable, disable and restart backends and tools, reload the
+	// configuration; each audited with the client's name). Default false.
+	Admin bool `toml:"admin"`
 	// Limits of this client (default: those of [serve]).
 	ClientLimits
 }

@@ -70,6 +70,18 @@ type Options struct {
 	// AllowUnauthenticated lets Serve listen beyond loopback with no
 	// client tokens (--allow-unauthenticated).
 	AllowUnauthenticated bool
+	// Reload, when set, is what POST /api/v1/reload (an admin action) runs:
+	// read the configuration again and Host.Apply it. toolhost serve sets
+	// it (and runs it on SIGHUP and, with --watch, on file changes). Its
+	// error is a config.ErrorList when the new configuration is invalid
+	// (nothing was changed), else Apply's. Nil: the endpoint answers 501.
+	Reload func(ctx context.Context) (host.ApplyReport, error)
+	// Logs, when set, serves GET /api/v1/servers/{name}/logs: the last
+	// tail lines (at most 10,000) of a backend's log file ([host]
+	// log_directory), oldest first, already redacted. An unknown backend
+	// is an error wrapping host.ErrUnknownBackend; no log directory, one
+	// wrapping ErrNoLogs. Nil: the endpoint answers 404 with ErrNoLogs.
+	Logs func(name string, tail int) ([]string, error)
 	// Metrics, when set, is served at GET /metrics (outside the client
 	// token check; behind [serve] metrics_token when set) and follows the
 	// Host's events; pass it to Relay too, before host.New, so that it
@@ -118,6 +130,7 @@ type token struct {
 	sum     [sha256.Size]byte
 	client  string
 	profile string
+	admin   bool // [serve.clients.NAME] admin
 }
 
 // New builds the MCP servers of every profile the gateway serves (the
@@ -206,7 +219,7 @@ func (g *Gateway) reconcile(ctx context.Context, cfg *config.Config) error {
 	profiles := []string{next.profile}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Serve.Clients)) {
 		c := cfg.Serve.Clients[name]
-		next.tokens = append(next.tokens, token{sum: sha256.Sum256([]byte(c.Token)), client: name, profile: c.Profile})
+		next.tokens = append(next.tokens, token{sum: sha256.Sum256([]byte(c.Token)), client: name, profile: c.Profile, admin: c.Admin})
 		profiles = append(profiles, c.Profile)
 	}
 	for _, p := range profiles {
@@ -393,6 +406,7 @@ func (g *Gateway) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", g.readyz)
+	g.routes(mux)
 	if g.opts.Metrics != nil {
 		mux.Handle("GET /metrics", requireBearer(func() string { return g.cur.Load().cfg.Serve.MetricsToken }, "metrics", g.opts.Metrics.Handler()))
 	}
@@ -468,7 +482,7 @@ func (g *Gateway) verify(_ context.Context, tok string, _ *http.Request) (*auth.
 	if match == nil {
 		return nil, fmt.Errorf("%w: unknown token", auth.ErrInvalidToken)
 	}
-	return &auth.TokenInfo{UserID: match.client, Extra: map[string]any{"profile": match.profile}}, nil
+	return &auth.TokenInfo{UserID: match.client, Extra: map[string]any{"profile": match.profile, "admin": match.admin}}, nil
 }
 
 // serverFor picks the server of the request's client's profile.
