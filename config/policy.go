@@ -89,11 +89,20 @@ type Profile struct {
 	DenyPrompts   []string `toml:"deny_prompts"`
 	Resources     []string `toml:"resources"`
 	DenyResources []string `toml:"deny_resources"`
-	// Requires names backends that must be ready for any call in this
-	// profile to be made; Recommends names backends whose absence is logged
-	// as a warning.
+	// The three tiers of backends a profile names (each a list of
+	// [servers.NAME] or [plugins.NAME] names; a backend may be in one tier
+	// of a profile only):
+	//
+	//   - Requires: must be ready for any call in this profile to be made
+	//     (while one is down every call fails with host.ErrRequiredBackend;
+	//     requiring a disabled backend is a load error);
+	//   - Recommends: its absence (down, or enabled = false) is logged as a
+	//     warning and shown as one by toolhost check --profile;
+	//   - Optional: its absence is normal: never a warning, never blocking;
+	//     toolhost check --profile shows its state as information.
 	Requires   []string `toml:"requires"`
 	Recommends []string `toml:"recommends"`
+	Optional   []string `toml:"optional"`
 
 	AllowRules        []Rule `toml:"-" json:"-"`
 	DenyRules         []Rule `toml:"-" json:"-"`
@@ -306,11 +315,22 @@ func (l *loader) validatePolicy(cfg *Config) {
 		pr.DenyPromptRules = l.rules(pkk("deny_prompts"), pr.DenyPrompts, true)
 		pr.ResourceRules = l.resourceRules(pkk("resources"), pr.Resources)
 		pr.DenyResourceRules = l.resourceRules(pkk("deny_resources"), pr.DenyResources)
+		// A backend both optional and required or recommended is a
+		// contradiction. (requires with recommends is accepted, as before
+		// optional existed: requires decides.)
+		tier := map[string]string{} // backend → the first tier naming it
 		for _, f := range []struct {
 			key  string
 			list []string
-		}{{"requires", pr.Requires}, {"recommends", pr.Recommends}} {
+		}{{"requires", pr.Requires}, {"recommends", pr.Recommends}, {"optional", pr.Optional}} {
 			for i, b := range f.list {
+				if prev, dup := tier[b]; dup && prev != f.key && f.key == "optional" {
+					l.errorf(pkk(f.key), "element %d: backend %q is in both %s and optional of profile %q: an optional backend may be absent, a %s one may not; remove it from one", i+1, b, prev, n, map[string]string{"requires": "required", "recommends": "recommended"}[prev])
+					continue
+				}
+				if _, dup := tier[b]; !dup {
+					tier[b] = f.key
+				}
 				if _, ok := cfg.Servers[b]; ok || cfg.Plugins[b] != nil {
 					// A profile that requires a disabled backend could
 					// make no call at all: refuse it now. (recommends

@@ -47,6 +47,10 @@ func (c *cli) check(args []string) int {
 	for _, d := range cfg.DeadAllows() {
 		fmt.Fprintf(c.stdout, "note: %s can never allow anything: %s denies all it matches (deny wins)\n", d.Allow, d.Deny)
 	}
+	// Globs that fit no configured backend: a warning, not an error.
+	for _, w := range cfg.UnmatchedGlobs() {
+		fmt.Fprintf(c.stdout, "warning: %s\n", esc(w.Error()))
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "BACKEND\tKIND\tTOOL PREFIX\tTIMEOUT\tSTARTS")
 	names := cfg.Backends()
@@ -144,6 +148,20 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 			fmt.Fprintf(c.stdout, "recommends %s: %s (starts at first use)\n", b, s.State)
 		default:
 			fmt.Fprintf(c.stdout, "recommends %s: warning: not ready (%s)\n", b, notReadyWhy(s))
+		}
+	}
+	// An optional backend's absence is normal: its state is information,
+	// never a warning.
+	for _, b := range p.Optional {
+		switch s := st[b]; s.State {
+		case host.StateReady:
+			fmt.Fprintf(c.stdout, "optional %s: ready\n", b)
+		case host.StateDisabled:
+			fmt.Fprintf(c.stdout, "optional %s: disabled (enabled = false)\n", b)
+		case host.StateIdle, host.StateStarting:
+			fmt.Fprintf(c.stdout, "optional %s: %s (starts at first use)\n", b, s.State)
+		default:
+			fmt.Fprintf(c.stdout, "optional %s: not ready (%s); optional: calls to other backends are not affected\n", b, notReadyWhy(s))
 		}
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
