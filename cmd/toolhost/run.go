@@ -69,6 +69,10 @@ Commands:
   import FILE [--prefix-check]   translate a client's MCP configuration (Claude Desktop, Cursor, Claude
                                  Code, VS Code) into [servers.NAME] tables on stdout; the variables
                                  to set and what could not be translated go to stderr
+  add [NAME] [--as TABLE] [--dry-run] | add --from-registry SERVER.JSON
+                                 append a pinned, sandboxed [servers.NAME] entry from the built-in
+                                 catalogue (no NAME: list it) or an MCP Registry server.json to the
+                                 configuration; the variables to set go to stderr ('toolhost add --help')
 
 Global flags (before or after the command):
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
@@ -166,6 +170,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.auditCmd(rest)
 	case "import":
 		return c.importCmd(rest)
+	case "add":
+		return c.addCmd(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -175,7 +181,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // subcommandValueFlags are the subcommands' flags that take a value (so the
 // word after them is not read as a global flag).
-var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true}
+var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "as": true, "from-registry": true}
 
 // globalsAfter takes the global flags (--config, --log-level; one or two
 // dashes, "=VALUE" or a separate word) out of a subcommand's arguments,
