@@ -102,7 +102,7 @@ func fromRegistry(s *registryServer) (*addition, error) {
 			continue
 		}
 		a.comments = slices.Concat(head, skipped(reasons), a.comments)
-		a.keys = append([]string{"description = " + tomlString(describe(s))}, a.keys...)
+		a.keys = append([]string{"description = " + tomlString(strings.ReplaceAll(describe(s), "$", "$$"))}, a.keys...)
 		return a, nil
 	}
 	for i, r := range s.Remotes {
@@ -113,7 +113,7 @@ func fromRegistry(s *registryServer) (*addition, error) {
 			continue
 		}
 		a.comments = slices.Concat(head, skipped(reasons), a.comments)
-		a.keys = append([]string{"description = " + tomlString(describe(s))}, a.keys...)
+		a.keys = append([]string{"description = " + tomlString(strings.ReplaceAll(describe(s), "$", "$$"))}, a.keys...)
 		return a, nil
 	}
 	if len(reasons) == 0 {
@@ -302,6 +302,9 @@ func (t *regTranslator) remote(r *registryTransport) (*addition, error) {
 		if !headerNameRE.MatchString(h.Name) {
 			return nil, fmt.Errorf("header %d: %q is not an HTTP header name", i+1, truncate(h.Name, 60))
 		}
+		if strings.ContainsFunc(h.Value+h.Default, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("header %q has line breaks or other control characters", truncate(h.Name, 60))
+		}
 		v, ok, err := t.input(&h, upperSnake(h.Name), "header "+h.Name)
 		if err != nil {
 			return nil, err
@@ -403,21 +406,21 @@ func (t *regTranslator) input(in *registryInput, varName, what string) (string, 
 
 // value translates a fixed value: "{name}" placeholders become ${NAME}
 // (a variable's own fixed value, or its plain default, is used), "$"
-// becomes "$$". Values longer than maxAddString or with a NUL, CR or LF
-// are refused.
+// becomes "$$". Values longer than maxAddString or with a NUL are
+// refused (headers and URLs are checked for line breaks by their callers).
 func (t *regTranslator) value(s string, vars map[string]registryInput, what string) (string, error) {
 	if len(s) > maxAddString {
 		return "", fmt.Errorf("%s is longer than %d bytes", what, maxAddString)
 	}
-	if strings.ContainsAny(s, "\x00\r\n") {
-		return "", fmt.Errorf("%s contains a NUL or a line break", what)
+	if strings.ContainsRune(s, 0) {
+		return "", fmt.Errorf("%s contains a NUL character", what)
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		if m := placeholderRE.FindStringSubmatch(s[i:]); m != nil {
 			in, declared := vars[m[1]]
 			switch {
-			case declared && in.Value != "" && !strings.ContainsAny(in.Value, "{}\x00\r\n") && len(in.Value) <= maxAddString:
+			case declared && in.Value != "" && !strings.ContainsAny(in.Value, "{}\x00") && len(in.Value) <= maxAddString:
 				b.WriteString(strings.ReplaceAll(in.Value, "$", "$$"))
 			default:
 				v, _, err := t.input(&registryInput{Description: in.Description, Default: in.Default, IsSecret: in.IsSecret, IsRequired: true}, upperSnake(m[1]), what+" {"+m[1]+"}")

@@ -726,7 +726,8 @@ func (im *importer) vscodeVar(kind, arg string, hasArg bool, what, where string)
 // tomlString quotes s as a TOML basic string (TOML 1.0, "String"): \" and
 // \\ escaped, and every control character (which TOML does not allow raw)
 // and every other character termsafe escapes (C1 controls, bidirectional
-// and invisible format characters) as \uXXXX, so that the output is safe
+// and invisible format characters), and the line and paragraph separators
+// U+2028 and U+2029, as \uXXXX, so that the output is safe
 // to show on a terminal and decodes to s exactly.
 func tomlString(s string) string {
 	var b strings.Builder
@@ -738,7 +739,7 @@ func tomlString(s string) string {
 			b.WriteString(`\"`)
 		case r == '\\':
 			b.WriteString(`\\`)
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r != utf8.RuneError && termsafe.Line(string(r)) != string(r):
+		case r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 || r >= 0x80 && r != utf8.RuneError && termsafe.Line(string(r)) != string(r):
 			fmt.Fprintf(&b, `\u%04X`, r)
 		default:
 			b.WriteRune(r)
