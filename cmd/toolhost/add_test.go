@@ -407,7 +407,9 @@ func TestCLIAddRegistryHostile(t *testing.T) {
 		}
 		for _, line := range strings.Split(string(text), "\n") {
 			if strings.HasPrefix(line, "#") || line == "" || strings.HasPrefix(line, "[servers.evil]") || regexp.MustCompile(`^[a-z_]+ = `).MatchString(line) {
-				if strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x202e }) {
+				if strings.ContainsFunc(line, func(r rune) bool {
+					return r < 0x20 && r != '\t' || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x202e
+				}) {
 					t.Errorf("%d: raw control or format character in %q", i, line)
 				}
 				continue
