@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"github.com/bmatcuk/doublestar/v4"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,4 +110,29 @@ func TestProfileOptional(t *testing.T) {
 			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
 		}
 	}
+}
+
+// FuzzGlobMayMatchPrefixed: the analysis never warns wrongly: whenever
+// the glob matches a name (doublestar, as the policy matches), it may
+// match that name's every prefix shorter than the name.
+func FuzzGlobMayMatchPrefixed(f *testing.F) {
+	for _, s := range [][2]string{{"github__*", "github__x"}, {"*__read_*", "fs__read_a"}, {"{a,b}__[!c]?", "a__dx"}, {`f\s__*`, "fs__x"}, {"[]a]*", "]ab"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, glob, name string) {
+		// As Load allows: globs of name characters and glob syntax, over
+		// names of A-Z a-z 0-9 _ -.
+		if len(glob) > 64 || len(name) > 64 || !doublestar.ValidatePattern(glob) || strings.Trim(glob, nameGlobChars) != "" || invalidToolNameChars.MatchString(name) {
+			return
+		}
+		ok, err := doublestar.Match(glob, name)
+		if err != nil || !ok {
+			return
+		}
+		for i := 0; i < len(name); i++ {
+			if !globMayMatchPrefixed(glob, name[:i]) {
+				t.Fatalf("glob %q matches %q but is said to match nothing with prefix %q", glob, name, name[:i])
+			}
+		}
+	})
 }
