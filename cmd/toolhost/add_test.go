@@ -477,3 +477,38 @@ func TestCLIAddFilesystemStarts(t *testing.T) {
 		t.Fatalf("call: exit %d:\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestAddReadme runs the README's "Ready-made servers" commands with the
+// toolhost binary, in an empty directory (with a server.json there): the
+// catalogue is listed, the dry run writes nothing, and the file made holds
+// filesystem, gh and server-filesystem, and loads.
+func TestAddReadme(t *testing.T) {
+	root := testutil.Root()
+	script := block(t, mdBlocks(t, filepath.Join(root, "README.md")), "Ready-made servers: `toolhost add`", "sh", 0)
+	bin := testutil.GoBinary(t, "./cmd/toolhost")
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(root, "testdata", "add", "filesystem.server.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "toolhost")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "TOOLHOST_CONFIG=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "sequential-thinking") || strings.Count(string(out), "\n[servers.filesystem]\n") != 1 {
+		t.Errorf("output:\n%s", out)
+	}
+	cfg := loadWith(t, filepath.Join(dir, "toolhost.toml"), map[string]string{"FILESYSTEM_ROOT": dir, "GITHUB_PERSONAL_ACCESS_TOKEN": "t", "ALLOWED_DIRECTORY": dir})
+	if got := cfg.Backends(); !slices.Equal(got, []string{"filesystem", "gh", "server-filesystem"}) {
+		t.Errorf("backends %v", got)
+	}
+}
