@@ -324,6 +324,20 @@ func TestCLIAddFromRegistry(t *testing.T) {
 	if code, _, errs := runCLI("--config", path, "add", "--from-registry", "../../testdata/add/time.server.json", "filesystem"); code != exitUsage || !strings.Contains(errs, "not both") {
 		t.Errorf("NAME and --from-registry: exit %d: %s", code, errs)
 	}
+	dir := t.TempDir()
+	for _, c := range []struct{ json, want string }{
+		{"{\n  \"name\": 3\n}", "invalid JSON at line 2, column"},
+		{`{"name": "io.x/!!!", "packages": []}`, `its name "io.x/!!!" gives no backend name; choose one with --as NAME`},
+		{`{"name": "io.x/y"}`, "nothing added: it has no packages and no remotes"},
+	} {
+		file := filepath.Join(dir, "s.json")
+		if err := os.WriteFile(file, []byte(c.json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errs := runCLI("--config", path, "add", "--from-registry", file); code == exitOK || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d: %s", c.json, code, errs)
+		}
+	}
 }
 
 // hostileServer is a server.json with an injection attempt in every
