@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/sandbox/native"
 )
 
 // addVars are values for every variable the catalogue's entries reference,
@@ -83,6 +84,9 @@ func TestCLIAddCatalogue(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	stubUvx(t)
+	// check plans each strict sandbox: where the kernel cannot build one,
+	// it fails, rightly; the loading is still tested.
+	_, sandboxErr := (&native.Spec{Name: "probe", Mode: native.ModeStrict, Command: testutil.Fixture(t)}).Plan()
 	all := filepath.Join(t.TempDir(), "all.toml")
 	for _, name := range want {
 		t.Run(name, func(t *testing.T) {
@@ -125,10 +129,9 @@ func TestCLIAddCatalogue(t *testing.T) {
 					t.Errorf("without %s: %v", v, err)
 				}
 			}
-			if code, out, errs := runCLI("--config", path, "check"); code != exitOK {
-				if strings.Contains(out+errs, "sandbox") && strings.Contains(out+errs, "cannot") {
-					t.Skipf("the native sandbox cannot run here:\n%s%s", out, errs)
-				}
+			if sandboxErr != nil {
+				t.Logf("check not run: the native sandbox cannot run here: %v", sandboxErr)
+			} else if code, out, errs := runCLI("--config", path, "check"); code != exitOK {
 				t.Fatalf("check: exit %d:\n%s\n%s", code, out, errs)
 			}
 			if code, out, errs := runCLI("--config", all, "add", name); code != exitOK {
@@ -138,6 +141,9 @@ func TestCLIAddCatalogue(t *testing.T) {
 	}
 	if cfg := loadWith(t, all, vars); len(cfg.Servers) != len(want) {
 		t.Fatalf("all.toml: %v", cfg.Backends())
+	}
+	if sandboxErr != nil {
+		return
 	}
 	if code, out, errs := runCLI("--config", all, "check"); code != exitOK {
 		t.Fatalf("check all.toml: exit %d:\n%s\n%s", code, out, errs)
