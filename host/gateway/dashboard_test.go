@@ -30,7 +30,6 @@ admin = true
 // carolToken is dashConfig's admin's (aliceToken and bobToken: hostile_test.go).
 const carolToken = "carol-token-0123456789"
 
-
 // base serves f on loopback and returns the listener's root URL.
 func base(t *testing.T, f *fixture) string {
 	t.Helper()

@@ -8,6 +8,7 @@
   const notice = document.getElementById('notice');
   const backends = document.getElementById('backends');
   const audit = document.getElementById('audit');
+  const tools = document.getElementById('tools');
   const admin = body.dataset.admin === 'true';
   const maxAuditRows = 50;
 
@@ -84,9 +85,23 @@
     }
   }
 
+  // Calls and errors of a tool count up live; the percentiles are the
+  // page's (reload for fresh ones).
+  function countCall(r) {
+    if (r.op || !r.tool) return;
+    for (const tr of tools.tBodies[0].rows) {
+      if (tr.dataset.tool !== r.tool) continue;
+      const calls = tr.querySelector('td.calls'), errors = tr.querySelector('td.errors');
+      calls.textContent = String((parseInt(calls.textContent, 10) || 0) + 1);
+      if (r.outcome !== 'ok') errors.textContent = String((parseInt(errors.textContent, 10) || 0) + 1);
+      return;
+    }
+  }
+
   function onAudit(e) {
     let r;
     try { r = JSON.parse(e.data); } catch (err) { return; }
+    countCall(r);
     const f = audit.dataset;
     if ((f.tool && r.tool !== f.tool) || (f.client && r.client !== f.client) || (f.outcome && r.outcome !== f.outcome)) return;
     const tr = document.createElement('tr');
