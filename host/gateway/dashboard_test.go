@@ -413,3 +413,50 @@ write_timeout = "1s"
 		return status() == http.StatusOK
 	}, "the streams that do not read are not dropped")
 }
+
+// TestEventsHeartbeatAndShutdown: an idle event stream gets a heartbeat
+// comment; when Serve's context ends, open streams end at once, so Serve
+// does not wait out its 5-second grace period for them.
+func TestEventsHeartbeatAndShutdown(t *testing.T) {
+	t.Cleanup(gateway.SetHeartbeat(50 * time.Millisecond))
+	f := start(t, `
+[servers.fx]
+command = "@FIXTURE@"
+startup_timeout = "5m"
+`)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- f.g.Serve(ctx, ln) }()
+
+	resp, err := http.Get("http://" + ln.Addr().String() + "/api/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before a heartbeat: %v", err)
+		}
+		if line == ": heartbeat\n" {
+			break
+		}
+	}
+	stopped := time.Now()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if took := time.Since(stopped); took >= 4*time.Second {
+		t.Errorf("Serve took %v to stop with an event stream open: the stream did not end on shutdown", took)
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Logf("the stream ended with %v", err)
+	}
+}
