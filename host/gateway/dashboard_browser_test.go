@@ -21,6 +21,9 @@ import (
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
+// opsToken is the admin token of the browser test's configuration.
+const opsToken = "ops-token-0123456789abcdef"
+
 // chromium is Debian's browser, which CI installs (.ci/run).
 const chromium = "/usr/bin/chromium"
 
@@ -40,12 +43,14 @@ func needChromium(t *testing.T) {
 const hostileText = `<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">javascript:alert(3)</a>`
 
 // TestDashboardBrowser drives the dashboard in a real headless Chromium:
-// it shows every backend of the configuration (stdio servers, a Wasm
+// it logs in with an admin token through the form (the cookie is not
+// readable from script); the page shows every backend of the configuration (stdio servers, a Wasm
 // plugin, one that cannot start); hostile strings from a server (a tool
 // description, serverInfo, a last error, a tool error in the live audit
 // table) show as text, inject no element and fire no alert; killing a
 // backend's process changes its row's state in the page within 2 s,
-// without a reload (Server-Sent Events). A screenshot is written to
+// without a reload (Server-Sent Events); an admin's restart button gets
+// past the authentication and cross-origin protection. A screenshot is written to
 // bin/dashboard.png.
 func TestDashboardBrowser(t *testing.T) {
 	needChromium(t)
@@ -68,7 +73,11 @@ max_restarts = 0
 [plugins.echo]
 path = %q
 startup_timeout = "5m"
-`, htmlserver, wasm))
+
+[serve.clients.ops]
+token = %q
+admin = true
+`, htmlserver, wasm, opsToken))
 	u := base(t, f)
 	var names []string
 	pid := 0
@@ -112,8 +121,14 @@ startup_timeout = "5m"
 		}
 		return v
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(u+"/"), chromedp.WaitVisible(chromedp.CSS("#live.on"))); err != nil {
+	// The login form, then the page, live (its EventSource has the cookie).
+	if err := chromedp.Do(ctx, chromedp.Navigate(u+"/"), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), opsToken), chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS("#live.on"))); err != nil {
 		t.Fatal(err)
+	}
+	if eval(`document.cookie`) != "" {
+		t.Error("the token cookie is readable from script (want HttpOnly)")
 	}
 
 	shown := strings.Split(eval(`Array.from(document.querySelectorAll('#backends tbody tr')).map(tr => tr.dataset.backend).join(',')`), ",")
@@ -169,6 +184,22 @@ startup_timeout = "5m"
 		t.Error("the page was reloaded")
 	}
 	t.Logf("fx: %s in the page %v after the kill", eval(state), time.Since(killed).Round(time.Millisecond))
+
+	// An admin's button: a same-origin POST with the cookie passes the
+	// authentication and the cross-origin protection (the endpoint's
+	// answer is the REST API's).
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#backends tr[data-backend="html"] button[data-action="restart"]`))); err != nil {
+		t.Fatal(err)
+	}
+	var notice string
+	testutil.Eventually(t, waitTimeout, func() bool {
+		notice = eval(`document.getElementById('notice').textContent`)
+		return notice != ""
+	}, "no answer to the restart button")
+	if !strings.HasPrefix(notice, "restart html: ") || strings.Contains(notice, "cross-origin") || strings.Contains(notice, "bearer token") || strings.Contains(notice, "admin") {
+		t.Errorf("the restart button's answer: %q (refused by the authentication or the cross-origin protection?)", notice)
+	}
+	t.Logf("restart button: %s", notice)
 
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
