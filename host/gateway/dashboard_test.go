@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"syscall"
@@ -141,6 +142,16 @@ func TestDashboardLogin(t *testing.T) {
 		t.Fatalf("logout: %d cookie %+v, want 303 and the cookie cleared", resp.StatusCode, c)
 	}
 
+	// Over TLS the cookie is Secure.
+	tls := httptest.NewTLSServer(f.g.Handler())
+	defer tls.Close()
+	tc := tls.Client()
+	tc.CheckRedirect = noRedirects.CheckRedirect
+	resp, _ = do(t, tc, "POST", tls.URL+"/login", form(aliceToken), "Content-Type", formType)
+	if c := tokenCookie(resp); c == nil || !c.Secure {
+		t.Errorf("login over TLS: cookie %+v, want Secure", c)
+	}
+
 	resp, body = do(t, noRedirects, "GET", u+"/static/dashboard.js", nil)
 	if resp.StatusCode != 200 || !strings.Contains(body, "EventSource") || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("GET /static/dashboard.js: %d", resp.StatusCode)
@@ -243,6 +254,23 @@ func TestAuditEndpoint(t *testing.T) {
 			t.Errorf("GET /api/v1/audit%s as %s:\n got %s\nwant %s", tc.q, tc.tok[:5], got, tc.want)
 		}
 	}
+	// The page's audit table: alice sees her records only, carol all.
+	auditTable := func(tok string) string {
+		t.Helper()
+		resp, body := do(t, noRedirects, "GET", u+"/", nil, "Authorization", "Bearer "+tok)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET / : %d", resp.StatusCode)
+		}
+		_, table, _ := strings.Cut(body, `<table id="audit"`)
+		return table
+	}
+	if tbl := auditTable(aliceToken); strings.Contains(tbl, "<td>bob</td>") || !strings.Contains(tbl, "<td>alice</td>") {
+		t.Errorf("alice's page: another client's records, or not her own:\n%s", tbl)
+	}
+	if tbl := auditTable(carolToken); !strings.Contains(tbl, "<td>bob</td>") || !strings.Contains(tbl, "<td>alice</td>") {
+		t.Errorf("the admin's page lacks a client's records:\n%s", tbl)
+	}
+
 	recs := get("?tool=fx__echo&limit=1", carolToken)
 	if len(recs) != 1 || len(recs[0].Args) > 9<<10 || !strings.Contains(string(recs[0].Args), "truncated") {
 		t.Errorf("a 64 KiB argument is kept as %d bytes: %.80s", len(recs[0].Args), recs[0].Args)
@@ -327,6 +355,25 @@ func TestEventsStream(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(next(alice, "audit").data), &rec); err != nil || rec.Client != "alice" {
 		t.Fatalf("alice's first audit event: %+v %v (another client's record leaked)", rec, err)
+	}
+
+	// A record's text cannot forge SSE framing: it stays one audit event.
+	forged := "boom\n\nevent: state\ndata: {\"backend\":\"fx\",\"state\":\"failed\"}\n\n"
+	f.m.Record(host.AuditRecord{Time: time.Now(), Client: "bob", Tool: "fx__add", Outcome: host.OutcomeBackendError, Error: forged})
+	for rec.Error != forged {
+		select {
+		case ev := <-admin:
+			if ev.typ == "state" {
+				t.Fatalf("a state event before the forged record's: %q", ev.data)
+			}
+			if ev.typ == "audit" {
+				if err := json.Unmarshal([]byte(ev.data), &rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case <-ctx.Done():
+			t.Fatal("no event for the forged record")
+		}
 	}
 
 	pid := 0
