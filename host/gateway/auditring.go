@@ -19,12 +19,15 @@ const (
 	// AuditRingSize is how many audit records the gateway keeps in memory
 	// (the newest; older ones are dropped).
 	AuditRingSize = 1000
-	// maxRingArgs and maxRingError bound what one kept record holds, so
-	// that the ring is bounded in bytes too (about 10 MiB at most): Args
-	// longer than 8 KiB of JSON are replaced by a JSON string saying how
-	// long they were, an Error longer than 2 KiB is cut (with "…").
+	// maxRingArgs, maxRingError and maxRingName bound what one kept
+	// record holds, so that the ring is bounded in bytes too (about 16
+	// MiB at most): Args longer than 8 KiB of JSON are replaced by a JSON
+	// string saying how long they were, an Error longer than 2 KiB is cut
+	// (with "…"), and so are a Tool, Prompt, URI or Rule (a client may
+	// call a made-up name) longer than 1 KiB.
 	maxRingArgs  = 8 << 10
 	maxRingError = 2 << 10
+	maxRingName  = 1 << 10
 )
 
 // auditRing is a fixed-size ring of audit records with subscribers. The
@@ -51,6 +54,11 @@ func (a *auditRing) add(r host.AuditRecord) {
 	}
 	if len(r.Error) > maxRingError {
 		r.Error = truncateUTF8(r.Error, maxRingError) + "…"
+	}
+	for _, s := range []*string{&r.Tool, &r.Prompt, &r.URI, &r.Rule} {
+		if len(*s) > maxRingName {
+			*s = truncateUTF8(*s, maxRingName) + "…"
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

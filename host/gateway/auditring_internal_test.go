@@ -33,11 +33,14 @@ func TestAuditRing(t *testing.T) {
 		t.Errorf("filtered: %+v", ok)
 	}
 
-	big := host.AuditRecord{Tool: "big", Args: []byte(`{"x":"` + strings.Repeat("a", maxRingArgs) + `"}`), Error: strings.Repeat("é", maxRingError)}
+	big := host.AuditRecord{Tool: strings.Repeat("t", 1<<20), URI: strings.Repeat("u", 1<<20), Args: []byte(`{"x":"` + strings.Repeat("a", maxRingArgs) + `"}`), Error: strings.Repeat("é", maxRingError)}
 	a.add(big)
 	r := a.last(1, nil)[0]
 	if len(r.Args) > 100 || !strings.Contains(string(r.Args), "truncated") {
 		t.Errorf("args kept: %.100s", r.Args)
+	}
+	if len(r.Tool) > maxRingName+len("…") || len(r.URI) > maxRingName+len("…") {
+		t.Errorf("a 1 MiB tool name and URI kept as %d and %d bytes", len(r.Tool), len(r.URI))
 	}
 	if len(r.Error) > maxRingError+len("…") || !utf8.ValidString(r.Error) || !strings.HasSuffix(r.Error, "…") {
 		t.Errorf("error kept: %d bytes, valid UTF-8 %v", len(r.Error), utf8.ValidString(r.Error))
