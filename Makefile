@@ -64,6 +64,11 @@ run: build plugins tsclient
 	  for i in $$(seq 1 600); do grep -qs 'serving MCP' $(BIN)/serve.log && break; kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
 	  url=$$(sed -n 's/.*serving MCP (Streamable HTTP) at \(http[^ ]*\).*/\1/p' $(BIN)/serve.log); echo "serving at $$url"; \
 	  CALL=jq__jq ARGS='{"filter":".[0].name","input":[{"name":"through the gateway"}]}' node testdata/tsclient/client.mjs http $$url; rc=$$?; \
+	  root=$${url%/mcp}; \
+	  echo; echo '== the dashboard and the REST API of that toolhost serve'; \
+	  echo "dashboard: $$root/ (live while serve runs; keep one with: ./$(BIN)/toolhost serve --listen 127.0.0.1:8080, then open http://127.0.0.1:8080/)"; \
+	  echo "$$ curl -s $$root/api/v1/audit?limit=1   (the record of the call above)"; \
+	  curl -sS --fail-with-body --max-time 10 "$$root/api/v1/audit?limit=1" || rc=1; \
 	  kill -TERM $$pid; wait $$pid; exit $$rc
 
 ## tsclient: the TypeScript SDK client that make run and the gateway tests drive toolhost serve with

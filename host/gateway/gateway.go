@@ -106,6 +106,8 @@ type Gateway struct {
 	notify  notifier // per-session queues of broadcasts (notify.go)
 	streams streams  // open HTTP response streams by session (notify.go)
 
+	dash dashState // the dashboard's event streams (dashboard.go)
+
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's
 	kick        chan struct{} // buffered 1: a resync is due

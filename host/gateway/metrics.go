@@ -43,13 +43,16 @@ type Metrics struct {
 
 	mu sync.Mutex
 	h  *host.Host // for the backend gauges, read at scrape time
+
+	ring *auditRing // the last records, for the dashboard (auditring.go)
 }
 
 // NewMetrics returns an empty registry with the metrics above and Go's
 // process and runtime collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		ring: newAuditRing(),
+		reg:  prometheus.NewRegistry(),
 		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_invocations_total", Help: "Tool calls, prompt gets and resource reads, by backend, tool, profile and outcome.",
 		}, []string{"backend", "tool", "profile", "outcome"}),
@@ -77,9 +80,12 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// Record counts one audit record. It is safe for concurrent use and is
-// meant to be (part of) host.Options.Audit, where Relay puts it.
+// Record counts one audit record, and keeps it in the gateway's ring of
+// the last AuditRingSize records (GET /api/v1/audit, the dashboard, the
+// "audit" events of GET /api/v1/events). It is safe for concurrent use
+// and is meant to be (part of) host.Options.Audit, where Relay puts it.
 func (m *Metrics) Record(r host.AuditRecord) {
+	m.ring.add(r)
 	tool := r.Tool
 	if r.Outcome == host.OutcomeUnknownTool {
 		tool = "" // a name a client made up: not a label value
