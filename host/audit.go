@@ -394,6 +394,10 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 		b = append(b, `,"fallback_for":`...)
 		b = appendString(b, r.FallbackFor)
 	}
+	if r.TraceID != "" {
+		b = append(b, `,"trace_id":`...)
+		b = appendString(b, r.TraceID)
+	}
 	return append(b, "}\n"...)
 }
 
