@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -78,10 +79,10 @@ func spanStart(ctx context.Context, o *op) (string, []attribute.KeyValue) {
 		if o.req.fallbackFor != "" {
 			attrs = append(attrs, attribute.String(attrFallbackFor, o.req.fallbackFor))
 		}
-	case o.req.subject() == itemPrompt:
+	case o.req.method == methodGetPrompt:
 		name += " " + o.req.name
 		attrs = append(attrs, attribute.String(attrPrompt, o.req.name))
-	case o.req.subject() == itemResource:
+	case o.req.method == methodReadResource:
 		attrs = append(attrs, attribute.String(attrURI, clipUTF8(o.req.name, maxURI)))
 	}
 	if s := otelx.Session(ctx); s != "" {
@@ -136,11 +137,19 @@ func (h *Host) spanEnd(span trace.Span, o *op, res any, err error) {
 	span.SetStatus(codes.Error, clipUTF8(redact.Text(msg), maxStatusText))
 }
 
-// clipUTF8 returns s cut to at most n bytes and made valid UTF-8 (OTLP's
-// protobuf refuses a string that is not, and would drop the whole batch).
+// clipUTF8 returns s cut to at most n bytes, at a rune's start, and made
+// valid UTF-8 (OTLP's protobuf refuses a string that is not, and would
+// drop the whole batch).
 func clipUTF8(s string, n int) string {
 	if len(s) > n {
 		s = s[:n]
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return s
 }

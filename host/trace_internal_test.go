@@ -3,8 +3,10 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
@@ -94,4 +96,16 @@ func BenchmarkTraceOverhead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestClipUTF8: at most n bytes, valid UTF-8, whatever the input.
+func TestClipUTF8(t *testing.T) {
+	for _, s := range []string{"", "abc", strings.Repeat("€", 300), "ab\xff\xfe" + strings.Repeat("€", 300), strings.Repeat("\xff", 2000), "\xe2\x82"} {
+		for _, n := range []int{0, 1, 2, 3, 4, 7, 512} {
+			got := clipUTF8(s, n)
+			if len(got) > n || !utf8.ValidString(got) || len(s) <= n && utf8.ValidString(s) && got != s {
+				t.Errorf("clipUTF8(%.20q, %d) = %q", s, n, got)
+			}
+		}
+	}
 }

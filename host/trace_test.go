@@ -2,11 +2,13 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +51,12 @@ func startMetaServer(t *testing.T) *metaServer {
 		ms.keep("tools/call", req.Params.Meta)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 	})
+	srv.AddTool(&mcp.Tool{Name: "broken", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("broken backend")
+	})
+	srv.AddTool(&mcp.Tool{Name: "loud", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("<script>" + strings.Repeat("€", 100_000))
+	})
 	srv.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no"}}}, nil
 	})
@@ -69,7 +77,7 @@ func startMetaServer(t *testing.T) *metaServer {
 // tracedHost starts a Host on a metaServer with an audit hook, and makes a
 // recording tracer provider the global one for the test (as an embedder
 // that traces does).
-func tracedHost(t *testing.T) (*host.Host, *metaServer, *tracetest.SpanRecorder, func() []host.AuditRecord) {
+func tracedHost(t *testing.T, extra string) (*host.Host, *metaServer, *tracetest.SpanRecorder, func() []host.AuditRecord) {
 	ms := startMetaServer(t)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -79,7 +87,7 @@ func tracedHost(t *testing.T) (*host.Host, *metaServer, *tracetest.SpanRecorder,
 		otel.SetTracerProvider(old)
 		tp.Shutdown(context.Background())
 	})
-	cfg, err := config.Parse([]byte("[servers.srv]\nurl = \""+ms.url+"\"\n"), &config.Options{Name: "test.toml"})
+	cfg, err := config.Parse([]byte("[servers.srv]\nurl = \""+ms.url+"\"\n"+extra), &config.Options{Name: "test.toml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +145,7 @@ func spanNamed(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.
 // server carries the call span's traceparent in _meta, so that a traced
 // server continues the trace.
 func TestTraceEmbedderSpan(t *testing.T) {
-	h, ms, rec, records := tracedHost(t)
+	h, ms, rec, records := tracedHost(t, "")
 	ctx, parent := otel.Tracer("embedder").Start(context.Background(), "agent step")
 	tid := parent.SpanContext().TraceID()
 
@@ -217,7 +225,7 @@ func TestTraceEmbedderSpan(t *testing.T) {
 // tracer provider (no OTEL_EXPORTER_OTLP_* set), a call makes no span,
 // sends no traceparent and its audit record has no trace id.
 func TestTraceOff(t *testing.T) {
-	h, ms, rec, records := tracedHost(t)
+	h, ms, rec, records := tracedHost(t, "")
 	if _, err := h.CallTool(context.Background(), "srv__meta", map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
@@ -229,5 +237,42 @@ func TestTraceOff(t *testing.T) {
 	}
 	if rs := records(); len(rs) != 1 || rs[0].TraceID != "" {
 		t.Errorf("records %+v", rs)
+	}
+}
+
+// TestTraceFallback: a call whose backend fails and falls back to its
+// [tools.NAME] fallback has its own outcome on its span and names the
+// fallback; the fallback's span is its child and names the tool it
+// stands in for.
+func TestTraceFallback(t *testing.T) {
+	h, _, rec, _ := tracedHost(t, "\n[tools.srv__broken]\nfallback = \"srv__meta\"\n")
+	ctx, parent := otel.Tracer("embedder").Start(context.Background(), "agent step")
+	if res, err := h.CallTool(ctx, "srv__broken", map[string]any{}); err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+	parent.End()
+	broken := spanNamed(t, rec, "tools/call srv__broken")
+	fb := spanNamed(t, rec, "tools/call srv__meta")
+	if a := attrsOf(broken); a["toolhost.fallback"] != "srv__meta" || a["error.type"] != host.OutcomeBackendError || !strings.Contains(broken.Status().Description, "broken backend") {
+		t.Errorf("failed call's span: %v %v", a, broken.Status())
+	}
+	if a := attrsOf(fb); a["toolhost.fallback_for"] != "srv__broken" || a["toolhost.outcome"] != "ok" || fb.Parent().SpanID() != broken.SpanContext().SpanID() {
+		t.Errorf("fallback's span: %v, parent %v", a, fb.Parent().SpanID())
+	}
+}
+
+// TestTraceHostileError: a backend's huge error message is clipped in the
+// span's status (512 bytes) and stays valid UTF-8 (OTLP's protobuf would
+// refuse the whole batch otherwise), even when the cut falls in a rune.
+func TestTraceHostileError(t *testing.T) {
+	h, _, rec, _ := tracedHost(t, "")
+	ctx, parent := otel.Tracer("embedder").Start(context.Background(), "agent step")
+	if _, err := h.CallTool(ctx, "srv__loud", map[string]any{}); err == nil {
+		t.Fatal("no error")
+	}
+	parent.End()
+	st := spanNamed(t, rec, "tools/call srv__loud").Status()
+	if st.Code != codes.Error || len(st.Description) > 512 || !utf8.ValidString(st.Description) || !strings.Contains(st.Description, "<script>") {
+		t.Errorf("status %d bytes, valid UTF-8 %v: %.80q", len(st.Description), utf8.ValidString(st.Description), st.Description)
 	}
 }
