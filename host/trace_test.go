@@ -115,7 +115,7 @@ func tracedHost(t *testing.T, extra string) (*host.Host, *metaServer, *tracetest
 func attrsOf(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
