@@ -101,6 +101,11 @@ type AuditRecord struct {
 	// its own record, whose FallbackFor names this tool.
 	Fallback    string `json:"fallback,omitempty"`
 	FallbackFor string `json:"fallback_for,omitempty"`
+	// TraceID is the W3C trace id (32 lowercase hex digits) of the call's
+	// OpenTelemetry span (layer_trace.go), when it was traced: the
+	// client's trace when it sent a _meta.traceparent, the embedder's
+	// when the context carried a span. Empty when tracing is off.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 type clientKey struct{}
@@ -148,6 +153,9 @@ func (a *auditor) enabled() bool { return a != nil && (a.f != nil || a.hook != n
 // the configuration's secret values.
 func newAuditor(cfg *config.Config, opts *Options, logger hclog.Logger) (*auditor, error) {
 	a := &auditor{hook: opts.Audit, extra: cfg.Host.AuditRedactRE, logger: logger.Named("audit"), path: cfg.Host.AuditLog}
+	// The secrets are collected even when auditing is off: a span's error
+	// message (layer_trace.go) is scrubbed with them too.
+	a.scrub = secretScrubber(cfg)
 	if a.path == "" && a.hook == nil {
 		return a, nil
 	}
@@ -164,7 +172,6 @@ func newAuditor(cfg *config.Config, opts *Options, logger hclog.Logger) (*audito
 		}
 		a.f = f
 	}
-	a.scrub = secretScrubber(cfg)
 	return a, nil
 }
 
@@ -386,6 +393,10 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 	if r.FallbackFor != "" {
 		b = append(b, `,"fallback_for":`...)
 		b = appendString(b, r.FallbackFor)
+	}
+	if r.TraceID != "" {
+		b = append(b, `,"trace_id":`...)
+		b = appendString(b, r.TraceID)
 	}
 	return append(b, "}\n"...)
 }

@@ -68,31 +68,40 @@ func structured(v any) any {
 
 // finish completes and writes the audit record of one call.
 func (h *Host) finish(rec *AuditRecord, res *mcp.CallToolResult, err error, invalid string) {
+	rec.Outcome = outcomeOf(res, err, invalid)
 	switch {
 	case invalid != "":
-		rec.Outcome, rec.Error = OutcomeInvalidArguments, invalid
-	case err == nil && res != nil && res.IsError:
-		rec.Outcome = OutcomeToolError
-	case err == nil:
-		rec.Outcome = OutcomeOK
-	default:
+		rec.Error = invalid
+	case err != nil:
 		rec.Error = err.Error()
-		switch {
-		case errors.Is(err, ErrUnknownTool):
-			rec.Outcome = OutcomeUnknownTool
-		case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed):
-			rec.Outcome = OutcomeDenied
-		case errors.Is(err, ErrCircuitOpen):
-			rec.Outcome = OutcomeCircuitOpen
-		case errors.Is(err, ErrInvalidArguments):
-			rec.Outcome = OutcomeInvalidArguments
-		case errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
-			rec.Outcome = OutcomeTimeout
-		case errors.Is(err, context.Canceled):
-			rec.Outcome = OutcomeCanceled
-		default:
-			rec.Outcome = OutcomeBackendError
-		}
 	}
 	h.audit.write(rec)
+}
+
+// outcomeOf returns the Outcome constant of an op that returned res and
+// err, invalid being the validation message of arguments that did not
+// match the tool's inputSchema (the audit record's Outcome, the span's
+// error.type).
+func outcomeOf(res *mcp.CallToolResult, err error, invalid string) string {
+	switch {
+	case invalid != "":
+		return OutcomeInvalidArguments
+	case err == nil && res != nil && res.IsError:
+		return OutcomeToolError
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, ErrUnknownTool):
+		return OutcomeUnknownTool
+	case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed):
+		return OutcomeDenied
+	case errors.Is(err, ErrCircuitOpen):
+		return OutcomeCircuitOpen
+	case errors.Is(err, ErrInvalidArguments):
+		return OutcomeInvalidArguments
+	case errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	}
+	return OutcomeBackendError
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // auditCallLayer begins the audit record of a tools/call (when auditing is
@@ -88,6 +89,9 @@ func auditItemLayer(h *Host, next handler) handler {
 func (h *Host) beginRecord(ctx context.Context, o *op) (*AuditRecord, time.Time) {
 	start := time.Now()
 	o.out.record = AuditRecord{Time: start.UTC(), Profile: o.req.profile, Client: clientOf(ctx), Decision: "none"}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		o.out.record.TraceID = sc.TraceID().String()
+	}
 	return &o.out.record, start
 }
 

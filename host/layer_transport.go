@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/internal/otelx"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -25,9 +26,9 @@ func (h *Host) transportLayer(ctx context.Context, o *op) (any, error) {
 	var res any
 	switch o.req.method {
 	case methodGetPrompt:
-		res, err = tr.GetPrompt(ctx, &mcp.GetPromptParams{Name: o.dst.target, Arguments: o.req.promptArgs})
+		res, err = tr.GetPrompt(ctx, &mcp.GetPromptParams{Meta: otelx.ToMeta(ctx, nil), Name: o.dst.target, Arguments: o.req.promptArgs})
 	case methodReadResource:
-		res, err = tr.ReadResource(ctx, &mcp.ReadResourceParams{URI: o.req.name})
+		res, err = tr.ReadResource(ctx, &mcp.ReadResourceParams{Meta: otelx.ToMeta(ctx, nil), URI: o.req.name})
 	case methodListPrompts:
 		res, err = tr.ListPrompts(ctx)
 	case methodListResources:
@@ -74,7 +75,12 @@ func (h *Host) transportCallLayer(ctx context.Context, o *op) (any, error) {
 		ctx = withCall(ctx, &CallInfo{Tool: o.req.name, Profile: o.req.profile, Client: clientOf(ctx)})
 	}
 	raw, _ := o.req.args.text() // checked by validate
-	res, size, err := callSized(ctx, tr, &mcp.CallToolParams{Name: o.dst.target, Arguments: json.RawMessage(raw)}, b.maxOutput > 0 || h.audit.enabled())
+	p := &mcp.CallToolParams{Name: o.dst.target, Arguments: json.RawMessage(raw)}
+	if m := otelx.ToMeta(ctx, nil); m != nil {
+		// The call's span continues in a traced server (layer_trace.go).
+		p.Meta = m
+	}
+	res, size, err := callSized(ctx, tr, p, b.maxOutput > 0 || h.audit.enabled())
 	if err == nil {
 		o.out.size = size
 	}

@@ -22,6 +22,7 @@ import (
 // templates (list). From the caller down:
 //
 //	layer      file               call item list  its job
+//	trace      layer_trace.go      x    x         the op's OpenTelemetry span (when tracing is on), the parent of what runs below
 //	audit      layer_audit.go      x    x         the record of the attempt (refusals by the layers below too), written when it ends
 //	resolve    layer_resolve.go    x    x         catalogue name (or URI) → backend; waits for a backend coming up; unknown names refused
 //	policy     layer_policy.go     x    x    x    [policy], the profile, its requires; a list filtered on the way back
@@ -226,9 +227,9 @@ type layer func(h *Host, next handler) handler
 // table above): upper runs on the catalogue's account, lower on one
 // backend's.
 var (
-	callUpper = []layer{auditCallLayer, resolveCallLayer, policyCallLayer, validateLayer, fallbackLayer}
+	callUpper = []layer{traceLayer, auditCallLayer, resolveCallLayer, policyCallLayer, validateLayer, fallbackLayer}
 	callLower = []layer{breakerLayer, deadlineLayer, retryLayer}
-	itemUpper = []layer{auditItemLayer, resolveItemLayer, policyItemLayer}
+	itemUpper = []layer{traceLayer, auditItemLayer, resolveItemLayer, policyItemLayer}
 	listUpper = []layer{policyListLayer}
 	lower     = []layer{deadlineLayer, retryLayer}
 )

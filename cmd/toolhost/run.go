@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/gateway"
+	"github.com/toolhost/toolhost/internal/otelx"
 )
 
 // Exit codes.
@@ -279,6 +280,20 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Traces (README "Traces"): on when OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT
+	// is set; the spans still queued are flushed once the Host is closed.
+	shutdownTraces, err := otelx.Setup(ctx, func(err error) { c.logger.Warn("traces", "error", err) })
+	if err != nil {
+		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
+		return exitUsage
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), otelx.ShutdownTimeout)
+		defer cancel()
+		if err := shutdownTraces(sctx); err != nil {
+			c.logger.Warn("traces: flushing at exit", "error", err)
+		}
+	}()
 	opts := &host.Options{Logger: c.logger}
 	if c.serving != nil {
 		// Requests of a server go to the gateway's client that made the

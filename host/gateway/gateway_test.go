@@ -356,7 +356,7 @@ func TestHTTPTokensAndProfiles(t *testing.T) {
 				`mcp_invocations_total{backend="fx",outcome="ok",profile="review",tool="fx__echo"} 1`,
 				`mcp_invocations_total{backend="fx",outcome="ok",profile="",tool="fx__stats"} 1`,
 				`mcp_backend_state{backend="fx",state="ready"} 1`,
-				`mcp_invocation_latency_ms_count{backend="fx",profile="review"} 1`,
+				`mcp_invocation_latency_ms_count{backend="fx",profile="review",tool="fx__echo"} 1`,
 			} {
 				if !strings.Contains(string(metrics), want) {
 					t.Errorf("/metrics lacks %s", want)

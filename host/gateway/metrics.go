@@ -15,14 +15,15 @@ import (
 // Host's audit records (Record, as host.Options.Audit) and events
 // (Observe, or Attach). Label values are bounded: backend, tool and
 // profile names come from the configuration and the catalogue (a call of
-// a name not in the catalogue is counted under tool ""), outcomes are the
-// host's Outcome constants.
+// a name not in the catalogue is counted under tool "", a prompt get under
+// its catalogue name, a resource read under tool "": URIs are unbounded),
+// outcomes are the host's Outcome constants.
 //
 // Metrics:
 //
 //	mcp_invocations_total{backend,tool,profile,outcome}   counter: calls, prompt gets and resource reads
-//	mcp_invocation_latency_ms{backend,profile}            histogram: their latency, milliseconds
-//	mcp_errors_total{backend,outcome}                     counter: the ones whose outcome is not ok or tool_error
+//	mcp_invocation_latency_ms{backend,tool,profile}       histogram: their latency, milliseconds
+//	mcp_errors_total{backend,tool,outcome}                counter: the ones whose outcome is not ok or tool_error
 //	mcp_retries_total{backend,tool}                       counter: resends after failures
 //	mcp_circuit_state{backend,tool}                       gauge: 0 closed, 1 half-open, 2 open (tool "" is the backend's breaker)
 //	mcp_backend_state{backend,state}                      gauge: 1 for the backend's current state, else 0
@@ -57,12 +58,12 @@ func NewMetrics() *Metrics {
 			Name: "mcp_invocations_total", Help: "Tool calls, prompt gets and resource reads, by backend, tool, profile and outcome.",
 		}, []string{"backend", "tool", "profile", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "mcp_invocation_latency_ms", Help: "Latency of invocations in milliseconds, by backend and profile.",
+			Name: "mcp_invocation_latency_ms", Help: "Latency of invocations in milliseconds, by backend, tool and profile.",
 			Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000},
-		}, []string{"backend", "profile"}),
+		}, []string{"backend", "tool", "profile"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_errors_total", Help: "Invocations that could not be made or were refused, by backend and outcome.",
-		}, []string{"backend", "outcome"}),
+			Name: "mcp_errors_total", Help: "Invocations that could not be made or were refused, by backend, tool and outcome.",
+		}, []string{"backend", "tool", "outcome"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_retries_total", Help: "Calls sent again after a failure, by backend and tool.",
 		}, []string{"backend", "tool"}),
@@ -96,9 +97,9 @@ func (m *Metrics) Record(r host.AuditRecord) {
 		tool = "" // URIs are unbounded
 	}
 	m.invocations.WithLabelValues(r.Backend, tool, r.Profile, r.Outcome).Inc()
-	m.latency.WithLabelValues(r.Backend, r.Profile).Observe(r.LatencyMS)
+	m.latency.WithLabelValues(r.Backend, tool, r.Profile).Observe(r.LatencyMS)
 	if r.Outcome != host.OutcomeOK && r.Outcome != host.OutcomeToolError {
-		m.errors.WithLabelValues(r.Backend, r.Outcome).Inc()
+		m.errors.WithLabelValues(r.Backend, tool, r.Outcome).Inc()
 	}
 	if r.Retries > 0 {
 		m.retries.WithLabelValues(r.Backend, tool).Add(float64(r.Retries))

@@ -274,6 +274,7 @@ func forClients(t *mcp.Tool) (*mcp.Tool, bool) {
 func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = withSession(host.WithClient(ctx, clientName(req.Extra)), req.Session)
+		ctx = traced(ctx, req.Params.Meta, req.Session)
 		ctx, done := ps.calls.begin(ctx, req.Session, req.Extra)
 		defer done()
 		var args any = json.RawMessage("{}")
@@ -362,7 +363,7 @@ func withoutUpstreamMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
 
 func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		ctx = host.WithClient(ctx, clientName(req.Extra))
+		ctx = traced(host.WithClient(ctx, clientName(req.Extra)), req.Params.Meta, req.Session)
 		res, err := ps.view.GetPrompt(ctx, name, req.Params.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("prompt %s: %w", name, err)
@@ -373,7 +374,7 @@ func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {
 
 func (ps *profileServer) readResource(backend string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		ctx = host.WithClient(ctx, clientName(req.Extra))
+		ctx = traced(host.WithClient(ctx, clientName(req.Extra)), req.Params.Meta, req.Session)
 		return ps.view.ReadResource(ctx, backend, req.Params.URI)
 	}
 }

@@ -1,0 +1,28 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/otelx"
+)
+
+// traced returns ctx carrying what the host's span of a client's request
+// needs (host/layer_trace.go), when tracing is on: the W3C trace context
+// the client sent in the request's _meta (traceparent, tracestate: the
+// OpenTelemetry semantic conventions for MCP), which becomes the span's
+// parent unless ctx already has a span, and the MCP session's id
+// (mcp.session.id). A malformed or oversized traceparent is ignored (the
+// call starts a new trace): see otelx.FromMeta. When tracing is off ctx is
+// returned as it is.
+func traced(ctx context.Context, meta mcp.Meta, ss *mcp.ServerSession) context.Context {
+	if !otelx.Enabled() {
+		return ctx
+	}
+	ctx = otelx.FromMeta(ctx, meta)
+	if ss != nil {
+		ctx = otelx.WithSession(ctx, ss.ID())
+	}
+	return ctx
+}
