@@ -66,6 +66,9 @@ func Parse(s string) (Ref, error) {
 	if i := strings.IndexByte(rest, '/'); i <= 0 || !strings.ContainsAny(rest[:i], ".:") && rest[:i] != "localhost" {
 		return Ref{}, fmt.Errorf("%q: %w: the registry is missing: write %sREGISTRY/REPO:TAG (for Docker Hub, REGISTRY is docker.io)", s, ErrRef, Scheme)
 	}
+	if last := rest[strings.LastIndexByte(rest, '/')+1:]; !strings.ContainsAny(last, ":@") {
+		return Ref{}, fmt.Errorf("%q: %w: no tag or digest: write %s:TAG or %s@sha256:DIGEST (there is no default tag)", s, ErrRef, s, s)
+	}
 	ref, err := name.ParseReference(rest, name.StrictValidation)
 	if err != nil {
 		return Ref{}, fmt.Errorf("%q: %w: %v (write %sREGISTRY/REPO:TAG or %sREGISTRY/REPO@sha256:DIGEST)", s, ErrRef, err, Scheme, Scheme)
