@@ -69,6 +69,11 @@ Commands:
   import FILE [--prefix-check]   translate a client's MCP configuration (Claude Desktop, Cursor, Claude
                                  Code, VS Code) into [servers.NAME] tables on stdout; the variables
                                  to set and what could not be translated go to stderr
+  pull REF [--sha256 HEX] [--json]
+                                 fetch a plugin from an OCI registry (REF oci://REGISTRY/REPO:TAG or
+                                 @sha256:DIGEST) into the cache; print its digest and cached file
+  push PLUGIN.wasm REF [--json]  publish a plugin to an OCI registry as a wasm artifact; print the
+                                 manifest and module digests
 
 Global flags (before or after the command):
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
@@ -166,6 +171,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.auditCmd(rest)
 	case "import":
 		return c.importCmd(rest)
+	case "pull":
+		return c.pull(rest)
+	case "push":
+		return c.push(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
