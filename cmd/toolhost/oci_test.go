@@ -70,6 +70,11 @@ func TestOCIReadme(t *testing.T) {
 		}
 	}
 
+	out, err = sh("toolhost --config oci.toml prewarm")
+	if err != nil || !strings.Contains(out, "clock: compiled and listed") {
+		t.Fatalf("prewarm of an OCI plugin: %v\n%s", err, out)
+	}
+
 	reg.Stop()
 	out, err = sh("toolhost --config oci.toml status")
 	if err != nil || !strings.Contains(out, "clock: "+ref+" → sha256:"+digest+" (cached, registry unreachable)") {
