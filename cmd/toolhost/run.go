@@ -43,7 +43,8 @@ Commands:
                                  call a tool and print its result ('toolhost call --help')
   status [--json] [--watch D]    start every backend and show its state (every D until interrupted)
   check [--profile NAME]         validate the configuration (also: plugin files and their declared
-                                 memory, server commands in PATH) and show what would load;
+                                 memory, server commands in PATH; OCI plugins are resolved and
+                                 pulled, with their digest shown) and show what would load;
                                  with --profile, start the backends and show the profile's
                                  catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities

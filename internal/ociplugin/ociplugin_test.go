@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"go.uber.org/goleak"
@@ -22,6 +23,8 @@ import (
 	"github.com/toolhost/toolhost/internal/ociplugin"
 	"github.com/toolhost/toolhost/internal/ociplugin/ociref"
 	"github.com/toolhost/toolhost/internal/ociplugin/ocitest"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/transport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -445,5 +448,48 @@ func TestPushRefusesWhatIsNotAModule(t *testing.T) {
 	file, _, _ := plugin(t, "time")
 	if _, err := ociplugin.Push(context.Background(), file, "oci://"+reg.Host+"/p/x:1", opts(t)); !errors.Is(err, ociref.ErrRef) {
 		t.Fatalf("push over https to a plain HTTP loopback registry = %v, want ErrRef (plain HTTP refused)", err)
+	}
+}
+
+// TestSlowRegistry: a registry that accepts the connection and never
+// answers is unreachable after Options.Timeout (the cached module runs),
+// and Close of a Transport stuck in its pull ends it at once.
+func TestSlowRegistry(t *testing.T) {
+	reg := ocitest.New(t)
+	o := opts(t)
+	file, _, digest := plugin(t, "time")
+	ref := reg.Ref("plugins/time:1")
+	push(t, file, ref, o)
+	if _, err := ociplugin.Pull(context.Background(), ref, "", o); err != nil {
+		t.Fatal(err)
+	}
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		reg.Stall(r) // until the client gives up
+		return true
+	})
+	o.Timeout = 300 * time.Millisecond
+	res, err := ociplugin.Pull(context.Background(), ref, "", o)
+	if err != nil || !res.Offline || res.Digest != digest {
+		t.Fatalf("pull from a stalled registry = %+v, %v; want the cached module, offline", res, err)
+	}
+
+	o.Timeout = time.Hour
+	tr := &ociplugin.Transport{Ref: reg.Ref("plugins/other:1"), Options: o,
+		Build: func(string, string) transport.Transport { t.Error("built a plugin"); return nil }}
+	done := make(chan error, 1)
+	go func() { _, err := tr.Connect(context.Background()); done <- err }()
+	// Close once the pull is under way (a request is stalled).
+	testutil.Eventually(t, 10*time.Second, func() bool { return reg.Stalled() > 0 }, "no request reached the registry")
+	tr.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ociplugin.ErrPull) || !errors.Is(err, transport.ErrStart) {
+			t.Errorf("Connect after Close = %v, want ErrPull and transport.ErrStart", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Connect did not return after Close")
+	}
+	if _, err := tr.ListTools(context.Background()); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("ListTools after Close = %v, want ErrClosed", err)
 	}
 }

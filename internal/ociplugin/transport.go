@@ -54,11 +54,13 @@ func (t *Transport) Connect(ctx context.Context) (*mcp.InitializeResult, error) 
 		t.mu.Unlock()
 		return nil, transport.ErrClosed
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// Close cancels the pull; once the plugin is built, its own Close
+	// ends its Connect.
+	pctx, cancel := context.WithCancel(ctx)
 	t.cancel = cancel
 	t.mu.Unlock()
-	defer cancel()
-	res, err := Pull(ctx, t.Ref, t.Pin, t.Options)
+	res, err := Pull(pctx, t.Ref, t.Pin, t.Options)
+	cancel()
 	if err != nil {
 		return nil, startError(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -23,11 +24,24 @@ type Registry struct {
 	// Host is 127.0.0.1:PORT.
 	Host string
 
-	srv  *httptest.Server
-	mu   sync.Mutex
-	hook func(w http.ResponseWriter, r *http.Request) bool
-	once sync.Once
+	srv     *httptest.Server
+	mu      sync.Mutex
+	hook    func(w http.ResponseWriter, r *http.Request) bool
+	once    sync.Once
+	stalled atomic.Int32
 }
+
+// Stall blocks until the client of r gives up (a registry that accepted
+// the connection and never answers); Stalled counts the requests blocked
+// now.
+func (r *Registry) Stall(req *http.Request) {
+	r.stalled.Add(1)
+	defer r.stalled.Add(-1)
+	<-req.Context().Done()
+}
+
+// Stalled is the number of requests in Stall.
+func (r *Registry) Stalled() int { return int(r.stalled.Load()) }
 
 // New starts a registry, stopped when the test ends.
 func New(tb testing.TB) *Registry {
