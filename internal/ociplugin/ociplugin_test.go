@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -491,5 +492,43 @@ func TestSlowRegistry(t *testing.T) {
 	}
 	if _, err := tr.ListTools(context.Background()); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("ListTools after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestDockerConfigCredentials: a registry that wants Basic credentials
+// gets those of the Docker configuration ($DOCKER_CONFIG/config.json),
+// through the default keychain; without them, the pull is refused
+// (ErrPull, no fallback: the registry answered).
+func TestDockerConfigCredentials(t *testing.T) {
+	reg := ocitest.New(t)
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if u, p, ok := r.BasicAuth(); ok && u == "robot" && p == "s3cret" {
+			return false
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"credentials required"}]}`, http.StatusUnauthorized)
+		return true
+	})
+	dir := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", dir)
+	o := &ociplugin.Options{CacheDir: t.TempDir()} // default keychain
+	file, _, digest := plugin(t, "time")
+	ref := reg.Ref("private/time:1")
+	if _, err := ociplugin.Push(context.Background(), file, ref, o); !errors.Is(err, ociplugin.ErrPull) {
+		t.Fatalf("push without credentials = %v, want ErrPull", err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("robot:s3cret"))
+	cfg := `{"auths":{"` + reg.Host + `":{"auth":"` + auth + `"}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	push(t, file, ref, o)
+	res, err := ociplugin.Pull(context.Background(), ref, "", o)
+	if err != nil || res.Digest != digest {
+		t.Fatalf("pull with credentials = %+v, %v", res, err)
+	}
+	os.Remove(filepath.Join(dir, "config.json"))
+	if _, err := ociplugin.Pull(context.Background(), ref, "", o); !errors.Is(err, ociplugin.ErrPull) {
+		t.Fatalf("pull without credentials = %v, want ErrPull (not the cached module)", err)
 	}
 }
