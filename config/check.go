@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/toolhost/toolhost/internal/ociplugin/ociref"
 )
 
 // CheckOptions configures Config.Check. nil means the defaults.
@@ -31,12 +33,20 @@ type CheckOptions struct {
 	// (sandbox.DefaultMemory, 256 MiB). 0: a plugin without a memory key
 	// is not checked against a cap.
 	DefaultMemory int64
+
+	// CachedOCI returns the cached module of a plugin whose path is an OCI
+	// reference (oci://...), without the network; ok false when it is not
+	// in the cache yet. nil, or not cached: the plugin's module is not
+	// checked (it is pulled at start). cmd/toolhost uses
+	// ociplugin.Cached.
+	CachedOCI func(ref string) (path string, ok bool)
 }
 
 // Check looks at what Load leaves alone because it lies outside the file,
 // without starting anything and without the network:
 //
-//   - every plugin's path is a regular file that can be read;
+//   - every plugin's path is a regular file that can be read (for an OCI
+//     reference, its cached module when CheckOptions.CachedOCI has one);
 //   - with CheckOptions.Module, it is a module of a supported plugin ABI
 //     whose declared minimum memory fits under its memory cap (memory,
 //     default CheckOptions.DefaultMemory);
@@ -98,7 +108,18 @@ func (c *Config) Check(opts *CheckOptions) error {
 		p := c.Plugins[name]
 		key := toml.Key{"plugins", name}
 		checkMounts(append(key[:len(key):len(key)], "allowed_paths"), p.Mounts, add)
-		st, err := os.Stat(p.Path)
+		path := p.Path
+		if ociref.Is(path) {
+			cached, ok := "", false
+			if o.CachedOCI != nil {
+				cached, ok = o.CachedOCI(path)
+			}
+			if !ok {
+				continue
+			}
+			path = cached
+		}
+		st, err := os.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			add(append(key, "path"), err, "%s does not exist: build the plugin (make plugins) or fix the path (relative paths are relative to the configuration file)", p.Path)
@@ -113,7 +134,7 @@ func (c *Config) Check(opts *CheckOptions) error {
 		if o.Module == nil {
 			continue
 		}
-		n, err := o.Module(p.Path)
+		n, err := o.Module(path)
 		if err != nil {
 			add(append(key, "path"), err, "%v", err)
 			continue

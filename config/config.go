@@ -285,9 +285,15 @@ type Plugin struct {
 	Description string `toml:"description" json:",omitempty"`
 
 	// Path is the .wasm file; relative paths are resolved against Config.Dir
-	// at load (the resolved path is stored here).
+	// at load (the resolved path is stored here). Or it is an OCI
+	// reference, kept as written: oci://REGISTRY/REPO:TAG or
+	// oci://REGISTRY/REPO@sha256:HEX (HTTPS), or oci+http://... for a
+	// registry on loopback only; the host pulls it into [host] cache_dir
+	// at each start (see internal/ociplugin). A malformed reference, or
+	// another URL, is a load error.
 	Path string `toml:"path"`
-	// SHA256 optionally pins the file's digest (64 hex digits).
+	// SHA256 optionally pins the file's digest (64 hex digits); for an OCI
+	// path, the module's digest (the wasm layer's digest).
 	SHA256 string `toml:"sha256"`
 
 	// AllowedHosts are host-name globs the plugin may reach over HTTP

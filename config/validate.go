@@ -17,6 +17,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/toolhost/toolhost/internal/ociplugin/ociref"
 	"github.com/toolhost/toolhost/internal/redact"
 )
 
@@ -275,6 +276,14 @@ func (l *loader) validatePlugin(p *Plugin, key toml.Key) {
 		if !l.reported(k("path")) && !l.typos[key.String()] {
 			l.errorf(key, "path is required: set path to the plugin's .wasm file")
 		}
+	} else if ociref.Is(p.Path) {
+		// An OCI reference stays as written: the host pulls it at start
+		// (internal/ociplugin).
+		if _, err := ociref.Parse(p.Path); err != nil {
+			l.errorf(k("path"), "%v", err)
+		}
+	} else if i := strings.Index(p.Path, "://"); i > 0 && !strings.ContainsAny(p.Path[:i], "/\\") {
+		l.errorf(k("path"), "%q is a URL: path is a .wasm file, or an OCI reference %sREGISTRY/REPO:TAG (%s for a registry on loopback)", p.Path, ociref.Scheme, ociref.SchemeHTTP)
 	} else {
 		p.Path = resolvePath(l.dir, p.Path)
 	}

@@ -105,6 +105,7 @@ type backend struct {
 	wake        chan struct{} // closed and replaced on every state change
 	br          *breaker
 	toolBr      map[string]*breaker // by catalogue name
+	source      string              // an OCI plugin's last resolution (ociplugin.Result.Status)
 }
 
 type listChange struct {

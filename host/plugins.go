@@ -2,8 +2,11 @@ package host
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/ociplugin"
+	"github.com/toolhost/toolhost/internal/ociplugin/ociref"
 	"github.com/toolhost/toolhost/sandbox"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -103,6 +106,27 @@ func (h *Host) buildPlugins() error {
 		// module.
 		b.newTr = func(func(transport.ListKind)) transport.Transport {
 			return eng.Plugin(m, &sandbox.PluginOptions{Logger: b.logger, LazyInstances: h.opts.LazyPluginInstances})
+		}
+		if ociref.Is(p.Path) {
+			// An OCI reference: every start pulls it (a moved tag is
+			// picked up; an unreachable registry runs the cached module)
+			// and runs the cached module, pinned to its digest.
+			ref, pin := p.Path, p.SHA256
+			opts := &ociplugin.Options{CacheDir: h.config().Host.CacheDir, Logger: b.logger.Named("oci")}
+			b.newTr = func(func(transport.ListKind)) transport.Transport {
+				return &ociplugin.Transport{Ref: ref, Pin: pin, Options: opts,
+					Build: func(path, digest string) transport.Transport {
+						mm := *m
+						mm.Path, mm.SHA256 = path, strings.TrimPrefix(digest, "sha256:")
+						return eng.Plugin(&mm, &sandbox.PluginOptions{Logger: b.logger, LazyInstances: h.opts.LazyPluginInstances})
+					},
+					Resolved: func(r *ociplugin.Result) {
+						b.mu.Lock()
+						b.source = r.Status()
+						b.mu.Unlock()
+					},
+				}
+			}
 		}
 		h.add(b)
 	}

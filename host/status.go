@@ -64,6 +64,11 @@ type BackendStatus struct {
 	Denials      int64     `json:"denials,omitempty"`
 	LastDenial   string    `json:"last_denial,omitempty"`
 	LastDenialAt time.Time `json:"last_denial_at,omitzero"`
+	// Source is where an OCI plugin's module came from at its last start:
+	// "REF → sha256:HEX (pulled)", "(cached)", or "(cached, registry
+	// unreachable)" when the registry could not be reached and the module
+	// last resolved for REF runs. Empty for other backends.
+	Source string `json:"source,omitempty"`
 }
 
 // Status returns a snapshot of every backend, sorted by name.
@@ -77,6 +82,7 @@ func (h *Host) Status() []BackendStatus {
 		if b.lastErr != nil {
 			st.Err, st.LastError = b.lastErr, b.lastErr.Error()
 		}
+		st.Source = b.source
 		if b.init != nil && b.init.ServerInfo != nil {
 			st.Server = strings.TrimSpace(b.init.ServerInfo.Name + " " + b.init.ServerInfo.Version)
 		}

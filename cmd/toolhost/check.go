@@ -29,9 +29,15 @@ func (c *cli) check(args []string) int {
 			return c.usageError(fmt.Sprintf("no profile %q in %s: the profiles are its [profiles.NAME] tables", *profile, cfg.Path))
 		}
 	}
+	// OCI plugins: resolve each reference (pulling what the cache lacks)
+	// so that the module is checked below and its digest shown.
+	oci, code := c.checkOCI(cfg)
+	if code != exitOK {
+		return code
+	}
 	// What Load leaves alone: files, commands, module memory. Nothing is
 	// started.
-	if err := cfg.Check(&config.CheckOptions{Module: sandbox.CheckModule, DefaultMemory: sandbox.DefaultMemory}); err != nil {
+	if err := cfg.Check(&config.CheckOptions{Module: sandbox.CheckModule, DefaultMemory: sandbox.DefaultMemory, CachedOCI: oci.cached}); err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: invalid configuration:\n%v\n", err)
 		return exitUsage
 	}
@@ -85,6 +91,9 @@ func (c *cli) check(args []string) int {
 		if desc != "" {
 			fmt.Fprintf(c.stdout, "backend %s: %s\n", n, esc(desc))
 		}
+	}
+	for _, l := range oci.lines {
+		fmt.Fprintln(c.stdout, l)
 	}
 	if code := c.checkSandboxes(cfg); code != exitOK {
 		return code

@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/ociplugin"
+	"github.com/toolhost/toolhost/internal/ociplugin/ociref"
 	"github.com/toolhost/toolhost/sandbox"
 )
 
@@ -81,6 +84,16 @@ func (c *cli) prewarmOne(ctx context.Context, eng *sandbox.Engine, cfg *config.C
 	m, err := host.PluginManifest(cfg, pc.Name)
 	if err != nil {
 		return 0, err
+	}
+	if ociref.Is(m.Path) {
+		// An OCI plugin: pull it (or find it in the cache) first.
+		res, err := ociplugin.Pull(ctx, m.Path, m.SHA256, ociOptionsOf(cfg, c))
+		if err != nil {
+			return 0, err
+		}
+		mm := *m
+		mm.Path, mm.SHA256 = res.Path, strings.TrimPrefix(res.Digest, "sha256:")
+		m = &mm
 	}
 	p := eng.Plugin(m, &sandbox.PluginOptions{Logger: c.logger.Named(pc.Name), RefreshToolCache: true})
 	defer p.Close()

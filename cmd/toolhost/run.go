@@ -44,7 +44,8 @@ Commands:
                                  call a tool and print its result ('toolhost call --help')
   status [--json] [--watch D]    start every backend and show its state (every D until interrupted)
   check [--profile NAME]         validate the configuration (also: plugin files and their declared
-                                 memory, server commands in PATH) and show what would load;
+                                 memory, server commands in PATH; OCI plugins are resolved and
+                                 pulled, with their digest shown) and show what would load;
                                  with --profile, start the backends and show the profile's
                                  catalogue and the rule that excludes each other tool
   inspect PLUGIN.wasm [--json]   show a plugin's ABI, tools and imports, with no capabilities
@@ -74,6 +75,11 @@ Commands:
                                  append a pinned, sandboxed [servers.NAME] entry from the built-in
                                  catalogue (no NAME: list it) or an MCP Registry server.json to the
                                  configuration; the variables to set go to stderr ('toolhost add --help')
+  pull REF [--sha256 HEX] [--json]
+                                 fetch a plugin from an OCI registry (REF oci://REGISTRY/REPO:TAG or
+                                 @sha256:DIGEST) into the cache; print its digest and cached file
+  push PLUGIN.wasm REF [--json]  publish a plugin to an OCI registry as a wasm artifact; print the
+                                 manifest and module digests
 
 Global flags (before or after the command):
   --config PATH     configuration file (default $TOOLHOST_CONFIG, else ./toolhost.toml)
@@ -173,6 +179,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.importCmd(rest)
 	case "add":
 		return c.addCmd(rest)
+	case "pull":
+		return c.pull(rest)
+	case "push":
+		return c.push(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -88,4 +88,10 @@ func printStatus(w io.Writer, st []host.BackendStatus) {
 	for _, l := range denialLines(st) {
 		fmt.Fprintln(w, l)
 	}
+	// Where each OCI plugin's module came from (ociplugin.Result.Status).
+	for _, s := range st {
+		if s.Source != "" {
+			fmt.Fprintf(w, "%s: %s\n", s.Name, esc(s.Source))
+		}
+	}
 }
