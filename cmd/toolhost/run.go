@@ -192,7 +192,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // subcommandValueFlags are the subcommands' flags that take a value (so the
 // word after them is not read as a global flag).
-var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "as": true, "from-registry": true}
+var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "as": true, "from-registry": true, "sha256": true}
 
 // globalsAfter takes the global flags (--config, --log-level; one or two
 // dashes, "=VALUE" or a separate word) out of a subcommand's arguments,
