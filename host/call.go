@@ -80,7 +80,8 @@ func (h *Host) finish(rec *AuditRecord, res *mcp.CallToolResult, err error, inva
 		switch {
 		case errors.Is(err, ErrUnknownTool):
 			rec.Outcome = OutcomeUnknownTool
-		case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed):
+		case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed),
+			errors.Is(err, ErrToolDisabled):
 			rec.Outcome = OutcomeDenied
 		case errors.Is(err, ErrCircuitOpen):
 			rec.Outcome = OutcomeCircuitOpen

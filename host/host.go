@@ -216,6 +216,9 @@ type Host struct {
 	names    []string         // sorted catalogue names
 	views    map[string]*view // profile name ("" for none) -> view
 	excluded []Excluded
+	// toolsOff are the catalogue names disabled at run time
+	// (toolswitch.go); replaced whole, under mu.
+	toolsOff atomic.Pointer[map[string]bool]
 	closed   bool
 	closeMu  sync.Mutex
 }
