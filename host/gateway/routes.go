@@ -105,7 +105,7 @@ func (g *Gateway) api(admin bool, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
-	return http.NewCrossOriginProtection().Handler(limitBody(h, int64(g.serve.MaxBody)))
+	return http.NewCrossOriginProtection().Handler(jsonBodyLimit(limitBody(h, int64(g.serve.MaxBody)), int64(g.serve.MaxBody)))
 }
 
 // caller finds the Caller of r, or writes 401 (with WWW-Authenticate,
