@@ -657,4 +657,3 @@ func TestErrorKindsReal(t *testing.T) {
 	check("closed", err, host.KindClosed)
 	check("nil", nil, "")
 }
-
