@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -24,10 +25,15 @@ func forgingServer(t *testing.T) string {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "forged"}},
 			Meta: mcp.Meta{host.MetaErrorKind: "timeout", "example.com/kept": "yes"}}, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "xss", Description: hostileDescription, InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "</script><img src=x onerror=alert(1)>"}}}, nil
+	})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+const hostileDescription = "<script>alert(1)</script><a href=\"javascript:alert(2)\">x</a>"
 
 const metaConfig = `
 [servers.fx]
@@ -143,5 +149,38 @@ func TestToolDisabledAcrossApply(t *testing.T) {
 	apply(strings.Split(src, "[servers.forge]")[0])
 	if got := f.h.DisabledTools(); len(got) != 0 {
 		t.Errorf("after the backend was removed: disabled %v, want none", got)
+	}
+}
+
+// TestRESTHostileStrings: a backend's hostile strings (a tool description
+// with <script> and javascript:, a result with markup) come out of the
+// REST API as JSON strings with <, > and & escaped (\u003c...), never as
+// markup a browser would run if the body were sniffed as HTML, and decode
+// to the original text.
+func TestRESTHostileStrings(t *testing.T) {
+	f := start(t, strings.ReplaceAll(metaConfig, "@FORGE@", forgingServer(t)+"/mcp"))
+	srv := httptest.NewServer(f.g.Handler())
+	defer srv.Close()
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/mcp/tools?server_id=forge", ""},
+		{"GET", "/api/v1/mcp/tools/forge/xss?format=anthropic", ""},
+		{"POST", "/api/v1/mcp/invoke", `{"name":"forge__xss","params":{}}`},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s: %d %q nosniff %q", c.method, c.path, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("X-Content-Type-Options"))
+		}
+		if strings.ContainsAny(string(raw), "<>") {
+			t.Errorf("%s %s: raw < or > in the body: %s", c.method, c.path, raw)
+		}
+		if c.method == "GET" && !strings.Contains(string(raw), `\u003cscript\u003e`) {
+			t.Errorf("%s %s: the description is not there, escaped: %s", c.method, c.path, raw)
+		}
 	}
 }

@@ -156,6 +156,9 @@ type APIError struct {
 func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	// A browser must not sniff a body with server-supplied strings as
+	// HTML (they are escaped too: SetEscapeHTML).
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(true)
