@@ -52,6 +52,7 @@ func (g *Gateway) openAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(openAPIDoc)
 }
 
