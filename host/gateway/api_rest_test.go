@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -363,6 +365,7 @@ func TestRESTAPI(t *testing.T) {
 		{"name and tool_name", apiRoot, `{"name":"fx__echo","server_id":"fx","tool_name":"echo"}`, 400, "bad_request"},
 		{"name of another server", apiRoot, `{"name":"fx__echo","server_id":"time"}`, 400, "bad_request"},
 		{"long correlation_id", apiRoot, `{"name":"fx__echo","correlation_id":"` + strings.Repeat("x", 129) + `"}`, 400, "bad_request"},
+		{"params too deep", apiRoot, `{"name":"fx__echo","params":{"a":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`, 400, "bad_request"},
 		{"params not an object", apiRoot, `{"name":"fx__echo","params":[1]}`, 400, "invalid_arguments"},
 		{"params invalid", apiRoot, `{"name":"fx__add","params":{"a":"one","b":2}}`, 400, "invalid_arguments"},
 		{"unknown tool", apiRoot, `{"name":"fx__nope","params":{}}`, 404, "unknown_tool"},
@@ -656,4 +659,38 @@ func TestErrorKindsReal(t *testing.T) {
 	_, err = f.h.CallTool(ctx, "fx__echo", nil)
 	check("closed", err, host.KindClosed)
 	check("nil", nil, "")
+}
+
+// TestOpenAPICoversRoutes: every route of routes.go is a path and method
+// of the OpenAPI document (the dashboard's and the logs' too).
+func TestOpenAPICoversRoutes(t *testing.T) {
+	src, err := os.ReadFile("routes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	raw, err := os.ReadFile("openapi/api.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?:r|mux\.Handle)\("(GET|POST|PUT|DELETE|PATCH) (/[^"]*)"`)
+	n := 0
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		n++
+		path := strings.TrimSuffix(m[2], "{$}")
+		if strings.HasSuffix(path, "/") && path != "/" {
+			path += "{path}"
+		}
+		if doc.Paths[path][strings.ToLower(m[1])] == nil {
+			t.Errorf("route %s %s is not in openapi/api.json (as %s)", m[1], m[2], path)
+		}
+	}
+	if n < 18 {
+		t.Errorf("found %d routes in routes.go; the pattern no longer fits it", n)
+	}
 }
