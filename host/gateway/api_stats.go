@@ -10,15 +10,17 @@ import (
 )
 
 // Stats keeps, per catalogue tool, the calls, errors and latencies of the
-// last 24 hours in one-minute buckets, for GET /api/v1/mcp/metrics. It is
-// fed the Host's audit records as Metrics is (Metrics.Record feeds it;
-// Metrics.Stats returns it) and its circuit events (Metrics.Observe).
+// last 24 hours, for GET /api/v1/mcp/metrics: in one-minute buckets for
+// the last hour and 15-minute buckets for the last day (a time range over
+// an hour is counted in whole 15-minute buckets). It is fed the Host's
+// audit records as Metrics is (Metrics.Record feeds it; Metrics.Stats
+// returns it) and its circuit events (Metrics.Observe).
 //
 // Memory is bounded: a key is a tool the host resolved to a backend (a
 // catalogue name: an unknown tool's record has no backend and is not
-// counted), at most MaxStatsTools of them (the rest are not counted); a
-// tool keeps at most 1440 minute buckets, each of StatsBuckets counters,
-// and buckets older than 24 hours are dropped as new minutes come.
+// counted), at most MaxStatsTools of them (the rest are not counted);
+// each keeps at most 60 + 96 buckets of StatsBuckets counters (about
+// 26 KB), and buckets out of their window are dropped as new ones come.
 type Stats struct {
 	mu      sync.Mutex
 	tools   map[statsKey]*toolStats
@@ -29,7 +31,7 @@ type Stats struct {
 // MaxStatsTools is the most tools Stats counts; StatsWindow the longest
 // time range it keeps; StatsBuckets the latency buckets of each minute.
 const (
-	MaxStatsTools = 4096
+	MaxStatsTools = 1024
 	StatsWindow   = 24 * time.Hour
 	StatsBuckets  = 40
 )
@@ -45,8 +47,17 @@ const (
 type statsKey struct{ backend, tool string }
 
 type toolStats struct {
-	minutes map[int64]*minuteStats // by Unix minute
+	minutes  map[int64]*minuteStats // by Unix minute, the last hour
+	quarters map[int64]*minuteStats // by Unix quarter hour, the last day
 }
+
+// Bucket sizes (seconds) and how many of each are kept.
+const (
+	minuteSecs  = 60
+	quarterSecs = 900
+	keepMinutes = 61       // an hour, and the minute under way
+	keepQuart   = 24*4 + 1 // a day, and the quarter under way
+)
 
 type minuteStats struct {
 	calls, errors uint32
@@ -70,7 +81,6 @@ func (s *Stats) Record(r host.AuditRecord) {
 		return
 	}
 	k := statsKey{r.Backend, r.Tool}
-	minute := r.Time.Unix() / 60
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.tools[k]
@@ -78,25 +88,34 @@ func (s *Stats) Record(r host.AuditRecord) {
 		if len(s.tools) >= MaxStatsTools {
 			return
 		}
-		ts = &toolStats{minutes: map[int64]*minuteStats{}}
+		ts = &toolStats{minutes: map[int64]*minuteStats{}, quarters: map[int64]*minuteStats{}}
 		s.tools[k] = ts
 	}
-	m := ts.minutes[minute]
-	if m == nil {
-		m = &minuteStats{}
-		ts.minutes[minute] = m
-		oldest := s.now().Unix()/60 - int64(StatsWindow/time.Minute)
-		for t := range ts.minutes {
-			if t < oldest {
-				delete(ts.minutes, t)
+	now := s.now().Unix()
+	for _, b := range []struct {
+		m          map[int64]*minuteStats
+		secs, keep int64
+	}{{ts.minutes, minuteSecs, keepMinutes}, {ts.quarters, quarterSecs, keepQuart}} {
+		slot := r.Time.Unix() / b.secs
+		if slot <= now/b.secs-b.keep {
+			continue // out of its window already
+		}
+		m := b.m[slot]
+		if m == nil {
+			m = &minuteStats{}
+			b.m[slot] = m
+			for t := range b.m {
+				if t <= now/b.secs-b.keep {
+					delete(b.m, t)
+				}
 			}
 		}
+		m.calls++
+		if r.Outcome != host.OutcomeOK {
+			m.errors++
+		}
+		m.hist[latencyBucket(r.LatencyMS)]++
 	}
-	m.calls++
-	if r.Outcome != host.OutcomeOK {
-		m.errors++
-	}
-	m.hist[latencyBucket(r.LatencyMS)]++
 }
 
 // Observe follows a circuit event (of a backend's breaker, tool "", or a
@@ -158,7 +177,11 @@ type ToolStats struct {
 func (s *Stats) Snapshot(d time.Duration, keep func(backend, tool string) bool) []ToolStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	from := s.now().Add(-d).Unix() / 60
+	buckets, secs := func(ts *toolStats) map[int64]*minuteStats { return ts.minutes }, int64(minuteSecs)
+	if d > time.Hour {
+		buckets, secs = func(ts *toolStats) map[int64]*minuteStats { return ts.quarters }, quarterSecs
+	}
+	from := s.now().Add(-d).Unix() / secs
 	out := []ToolStats{}
 	for k, ts := range s.tools {
 		if !keep(k.backend, k.tool) {
@@ -166,7 +189,7 @@ func (s *Stats) Snapshot(d time.Duration, keep func(backend, tool string) bool) 
 		}
 		var hist [StatsBuckets]uint64
 		st := ToolStats{ServerID: k.backend, Name: k.tool}
-		for t, m := range ts.minutes {
+		for t, m := range buckets(ts) {
 			if t < from {
 				continue
 			}

@@ -52,16 +52,29 @@ func TestStatsBoundedAndPercentiles(t *testing.T) {
 	if n := len(s.tools); n != MaxStatsTools {
 		t.Errorf("%d tools kept, want at most %d", n, MaxStatsTools)
 	}
-	// Old minutes go as new ones come; a time range counts its own.
-	rec("b__t", 1, host.OutcomeOK, now.Add(-30*time.Hour))
-	now = now.Add(2 * time.Minute)
-	rec("b__t", 1, host.OutcomeOK, now)
-	for m := range s.tools[statsKey{"b", "b__t"}].minutes {
-		if m < now.Add(-StatsWindow).Unix()/60 {
-			t.Errorf("a minute older than the window was kept: %v", time.Unix(m*60, 0))
-		}
+	// Old buckets go as new ones come: at most an hour of minutes and a
+	// day of quarter hours, whatever the record times.
+	for i := range 3 * 24 * 60 {
+		now = now.Add(time.Minute)
+		rec("b__t", 1, host.OutcomeOK, now.Add(-time.Duration(i%3)*25*time.Hour))
 	}
-	if got := s.Snapshot(time.Minute, func(_, tool string) bool { return tool == "b__t" }); len(got) != 1 || got[0].Calls != 1 {
-		t.Errorf("last minute: %+v, want 1 call", got)
+	ts := s.tools[statsKey{"b", "b__t"}]
+	if len(ts.minutes) > keepMinutes || len(ts.quarters) > keepQuart {
+		t.Errorf("%d minutes and %d quarter hours kept, want at most %d and %d", len(ts.minutes), len(ts.quarters), keepMinutes, keepQuart)
+	}
+	// A time range counts its own calls: one a minute, a third of them
+	// (the others were 25 and 50 hours old).
+	for _, c := range []struct {
+		d        time.Duration
+		min, max uint64
+	}{{time.Minute, 0, 2}, {10 * time.Minute, 3, 5}, {time.Hour, 19, 22}, {6 * time.Hour, 119, 127}, {StatsWindow, 479, 487}} {
+		got := s.Snapshot(c.d, func(_, tool string) bool { return tool == "b__t" })
+		var calls uint64
+		if len(got) == 1 {
+			calls = got[0].Calls
+		}
+		if len(got) > 1 || calls < c.min || calls > c.max {
+			t.Errorf("calls in the last %v: %+v, want %d to %d", c.d, got, c.min, c.max)
+		}
 	}
 }
