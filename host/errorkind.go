@@ -21,7 +21,7 @@ import (
 //	denied               403     ErrToolNotAllowed, ErrPromptNotAllowed, ErrResourceNotAllowed, ErrUnknownProfile
 //	unknown_tool         404     ErrUnknownTool
 //	disabled             409     ErrToolDisabled (Host.DisableTool), ErrBackendDisabled (Host.Disable, enabled = false)
-//	rate_limited         429     (no producer yet: the rate limits of issue 25)
+//	rate_limited         429     (the gateway's: a client at its max_concurrent; the rate limits of issue 25)
 //	canceled             499     context.Canceled: the caller went away (nginx's "client closed request")
 //	tool_error           500     the tool ran and returned isError (a result, not an error)
 //	backend_error        502     any other failure of the backend: ErrConnectionLost, ErrInvalidOutput, ErrOutputTooLarge, a protocol error

@@ -374,7 +374,9 @@ type InvokeResponse struct {
 	CompletedAt   time.Time           `json:"completed_at"`
 }
 
-// invoke serves POST /api/v1/mcp/invoke.
+// invoke serves POST /api/v1/mcp/invoke. The call takes one of the
+// client's max_concurrent slots ([serve] or [serve.clients.NAME]), shared
+// with its MCP requests: beyond it, 429 rate_limited at once.
 func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 	if !CheckQuery(w, r) {
 		return
@@ -419,6 +421,13 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	release, refusal := g.guard.acquireREST(c)
+	if refusal != "" {
+		WriteJSON(w, http.StatusTooManyRequests, InvokeResponse{CorrelationID: req.CorrelationID, CompletedAt: time.Now().UTC(),
+			Error: &APIError{Kind: host.KindRateLimited, Message: refusal}})
+		return
+	}
+	defer release()
 	var args any = json.RawMessage("{}")
 	if p := strings.TrimSpace(string(req.Params)); p != "" && p != "null" {
 		args = req.Params

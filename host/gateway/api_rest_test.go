@@ -99,10 +99,10 @@ type openAPI struct {
 
 const openAPIURL = "https://toolhost.invalid/api/v1/openapi.json"
 
-func loadOpenAPI(t *testing.T, base string) *openAPI {
+func loadOpenAPI(t *testing.T, base, token string) *openAPI {
 	t.Helper()
 	req, _ := http.NewRequest("GET", base+"/api/v1/openapi.json", nil)
-	req.Header.Set("Authorization", "Bearer "+apiRoot)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func toolNamesOf(m map[string]any, key string) []string {
 // response against the served OpenAPI document.
 func TestRESTAPI(t *testing.T) {
 	f, base := startAPI(t)
-	c := &apiClient{t: t, base: base, spec: loadOpenAPI(t, base), seen: map[string]bool{}}
+	c := &apiClient{t: t, base: base, spec: loadOpenAPI(t, base, apiRoot), seen: map[string]bool{}}
 	const (
 		tools   = "/api/v1/mcp/tools"
 		tool    = "/api/v1/mcp/tools/{server_id}/{tool_name}"
@@ -574,7 +574,7 @@ func TestRESTReload(t *testing.T) {
 	defer g.Close()
 	srv := httptest.NewServer(g.Handler())
 	defer srv.Close()
-	c := &apiClient{t: t, base: srv.URL, spec: loadOpenAPI(t, srv.URL), seen: map[string]bool{}}
+	c := &apiClient{t: t, base: srv.URL, spec: loadOpenAPI(t, srv.URL, apiRoot), seen: map[string]bool{}}
 	const reload = "/api/v1/reload"
 	m := c.do(apiCall{"invalid", apiRoot, "POST", reload, reload, "", 400})
 	probs, _ := m["problems"].([]any)
@@ -693,4 +693,40 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	if n < 18 {
 		t.Errorf("found %d routes in routes.go; the pattern no longer fits it", n)
 	}
+}
+
+// TestInvokeMaxConcurrent: a client's invoke calls count against its
+// max_concurrent, and one beyond it is refused at once with 429
+// rate_limited; another client is not held up.
+func TestInvokeMaxConcurrent(t *testing.T) {
+	f := start(t, testConfig+"max_concurrent = 1\n") // bob's table is the last
+	srv := httptest.NewServer(f.g.Handler())
+	defer srv.Close()
+	c := &apiClient{t: t, base: srv.URL, spec: loadOpenAPI(t, srv.URL, "bob-token-0123456789ab"), seen: map[string]bool{}}
+	const invoke = "/api/v1/mcp/invoke"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // holds bob's one slot until cancelled
+		defer close(done)
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+invoke, strings.NewReader(`{"name":"fx__sleep","params":{"ms":600000}}`))
+		req.Header.Set("Authorization", "Bearer bob-token-0123456789ab")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	testutil.Eventually(t, waitTimeout, func() bool {
+		req, _ := http.NewRequest("POST", srv.URL+invoke, strings.NewReader(`{"name":"fx__echo","params":{"text":"x"}}`))
+		req.Header.Set("Authorization", "Bearer bob-token-0123456789ab")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusTooManyRequests
+	}, "bob's second call was never refused")
+	if m := c.do(apiCall{"over max_concurrent", "bob-token-0123456789ab", "POST", invoke, invoke, `{"name":"fx__echo","params":{"text":"x"}}`, 429}); errKind(m) != "rate_limited" {
+		t.Errorf("over max_concurrent: %v", m)
+	}
+	c.do(apiCall{"another client", "alice-token-0123456789", "POST", invoke, invoke, `{"name":"fx__echo","params":{"text":"x"}}`, 200})
 }
