@@ -24,4 +24,3 @@ func (gd *guard) acquireREST(c Caller) (release func(), refusal string) {
 		gd.unuse(c.Client)
 	}, ""
 }
-
