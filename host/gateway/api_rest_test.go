@@ -708,9 +708,15 @@ func TestInvokeMaxConcurrent(t *testing.T) {
 	done := make(chan struct{})
 	go func() { // holds bob's one slot until cancelled
 		defer close(done)
-		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+invoke, strings.NewReader(`{"name":"fx__sleep","params":{"ms":600000}}`))
-		req.Header.Set("Authorization", "Bearer bob-token-0123456789ab")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		for ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+invoke, strings.NewReader(`{"name":"fx__sleep","params":{"ms":600000}}`))
+			req.Header.Set("Authorization", "Bearer bob-token-0123456789ab")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			// Again: refused while a probe below held the slot, or
+			// ended by the call's deadline.
 			resp.Body.Close()
 		}
 	}()
