@@ -82,12 +82,16 @@ func ErrorKind(err error) string {
 		return KindClosed
 	// Before unavailable: a call that waited for a backend until its
 	// deadline wraps both.
-	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrTimeout):
 		return KindTimeout
 	case errors.Is(err, context.Canceled):
 		return KindCanceled
+	// Before a bare DeadlineExceeded: a backend whose last start timed
+	// out is unavailable, not this call's timeout.
 	case errors.Is(err, ErrBackendUnavailable), errors.Is(err, ErrRequiredBackend), errors.Is(err, ErrBackendRemoved):
 		return KindBackendUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return KindTimeout
 	}
 	return KindBackendError
 }

@@ -15,6 +15,9 @@ func ExampleErrorKind() {
 		fmt.Errorf("fx__echo: %w: %w", host.ErrBackendUnavailable, host.ErrBackendDisabled),
 		&host.ToolDisabledError{Name: "fx__echo"},
 		fmt.Errorf("fx__echo: %w", context.Canceled),
+		// A required backend whose last start timed out: unavailable,
+		// not this call's timeout.
+		fmt.Errorf("fx__echo: %w: %w", host.ErrRequiredBackend, fmt.Errorf("start: %w", context.DeadlineExceeded)),
 	} {
 		kind := host.ErrorKind(err)
 		fmt.Println(kind, host.HTTPStatus(kind))
@@ -24,4 +27,5 @@ func ExampleErrorKind() {
 	// disabled 409
 	// disabled 409
 	// canceled 499
+	// backend_unavailable 503
 }
