@@ -285,6 +285,7 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (ApplyReport, erro
 	unlocked = true
 	unlock()
 	h.awaitFirst(ctx, start)
+	h.pruneToolsOff()
 	for _, p := range h.ToolOptionProblems() {
 		h.logger.Warn(p)
 	}

@@ -30,7 +30,7 @@ import (
 const (
 	OutcomeOK               = "ok"                // the tool ran and succeeded
 	OutcomeToolError        = "tool_error"        // the tool ran and returned isError
-	OutcomeDenied           = "denied"            // the policy refused the call (ErrToolNotAllowed)
+	OutcomeDenied           = "denied"            // the policy refused the call (ErrToolNotAllowed), or the tool is disabled at run time (ErrToolDisabled)
 	OutcomeInvalidArguments = "invalid_arguments" // not a JSON object, or not valid for the inputSchema
 	OutcomeTimeout          = "timeout"           // the deadline passed (ErrTimeout)
 	OutcomeCanceled         = "canceled"          // the caller cancelled
@@ -54,8 +54,12 @@ type AuditRecord struct {
 	// (Prompt names the prompt), "resources/read" (URI names the
 	// resource), or a request a server made of the host: OpElicit or
 	// OpSample (Backend names the server, Tool, Profile and Client the
-	// call it was made for, when known; see Options.Elicit). Empty for
-	// tools/call, whose record names the Tool.
+	// call it was made for, when known; see Options.Elicit), or an
+	// operator's action (Host.AuditAdmin): "admin/" + the action
+	// ("admin/restart", "admin/enable", "admin/disable",
+	// "admin/enable_tool", "admin/disable_tool", "admin/reload"), with
+	// Backend or Tool naming its target. Empty for tools/call, whose
+	// record names the Tool.
 	Op      string `json:"op,omitempty"`
 	Tool    string `json:"tool,omitempty"`    // catalogue name as called
 	Prompt  string `json:"prompt,omitempty"`  // catalogue name of the prompt
@@ -106,6 +110,30 @@ type AuditRecord struct {
 	// client's trace when it sent a _meta.traceparent, the embedder's
 	// when the context carried a span. Empty when tracing is off.
 	TraceID string `json:"trace_id,omitempty"`
+}
+
+// AuditAdmin writes the audit record of an operator's action (the REST
+// API's POST /api/v1/servers/{name}/restart and the like): Op is "admin/"
+// + action, Client the client WithClient put in ctx, Backend (or, for an
+// action on a tool, Tool) the target ("" for a reload), Decision "allow",
+// Outcome "ok", or "backend_error" with Error when err is not nil. It is
+// logged too (Info, or Warn for a failure). Nothing is written when
+// auditing is off, but the log line is.
+func (h *Host) AuditAdmin(ctx context.Context, action, target string, err error) {
+	rec := AuditRecord{Time: time.Now().UTC(), Client: clientOf(ctx), Op: "admin/" + action, Decision: "allow", Outcome: OutcomeOK}
+	if strings.HasSuffix(action, "_tool") {
+		rec.Tool = target
+	} else {
+		rec.Backend = target
+	}
+	log := h.logger.Info
+	if err != nil {
+		rec.Outcome, rec.Error, log = OutcomeBackendError, err.Error(), h.logger.Warn
+	}
+	log("operator action", "action", action, "target", target, "client", rec.Client, "error", rec.Error)
+	if h.audit.enabled() {
+		h.audit.write(&rec)
+	}
 }
 
 type clientKey struct{}

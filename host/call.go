@@ -92,7 +92,8 @@ func outcomeOf(res *mcp.CallToolResult, err error, invalid string) string {
 		return OutcomeOK
 	case errors.Is(err, ErrUnknownTool):
 		return OutcomeUnknownTool
-	case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed):
+	case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed),
+		errors.Is(err, ErrToolDisabled):
 		return OutcomeDenied
 	case errors.Is(err, ErrCircuitOpen):
 		return OutcomeCircuitOpen

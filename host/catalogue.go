@@ -62,6 +62,9 @@ type Tool struct {
 	Backend string
 	// BackendTool is the tool's own name on its backend.
 	BackendTool string
+	// Disabled: the tool is disabled at run time (Host.DisableTool);
+	// only AllTools lists such a tool.
+	Disabled bool
 }
 
 // Prompt is one catalogue prompt, namespaced like tools.
@@ -89,6 +92,12 @@ type Resource struct {
 func (h *Host) Tools(ctx context.Context) ([]Tool, error) { return h.viewTools(ctx, "") }
 
 func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
+	return h.listTools(ctx, profile, false)
+}
+
+// listTools lists the tools of the view of profile; withDisabled adds
+// those disabled at run time (Tool.Disabled).
+func (h *Host) listTools(ctx context.Context, profile string, withDisabled bool) ([]Tool, error) {
 	h.ensureStarted(ctx)
 	h.awaitEager(ctx)
 	h.mu.RLock()
@@ -106,8 +115,12 @@ func (h *Host) viewTools(ctx context.Context, profile string) ([]Tool, error) {
 		if !e.b.listed() {
 			continue
 		}
+		off := h.toolOff(n)
+		if off && !withDisabled {
+			continue
+		}
 		cp := *e.tool
-		out = append(out, Tool{Tool: &cp, Backend: e.b.name, BackendTool: e.name})
+		out = append(out, Tool{Tool: &cp, Backend: e.b.name, BackendTool: e.name, Disabled: off})
 	}
 	return out, nil
 }

@@ -216,6 +216,9 @@ type Host struct {
 	names    []string         // sorted catalogue names
 	views    map[string]*view // profile name ("" for none) -> view
 	excluded []Excluded
+	// toolsOff are the catalogue names disabled at run time
+	// (toolswitch.go); replaced whole, under mu.
+	toolsOff atomic.Pointer[map[string]bool]
 	closed   bool
 	closeMu  sync.Mutex
 }
@@ -506,7 +509,9 @@ func (h *Host) rebuild(strict bool) error {
 // with a *ToolNotAllowedError (ErrToolNotAllowed); arguments that do not
 // match the tool's inputSchema make a result with IsError set whose text
 // names each wrong field and why (MCP 2025-11-25, server/tools: input
-// validation errors are tool errors), and the backend is not called. After
+// validation errors are tool errors), with the kind invalid_arguments in
+// its _meta (MetaErrorKind; see ErrorKind), and the backend is not called.
+// A tool disabled with DisableTool is refused with a *ToolDisabledError. After
 // it: a result whose JSON encoding exceeds the backend's max_output is
 // ErrOutputTooLarge, and structuredContent that does not match the tool's
 // outputSchema is ErrInvalidOutput.

@@ -41,11 +41,13 @@ func auditCallLayer(h *Host, next handler) handler {
 				// This call's own outcome; the fallback has its record.
 				rec.Fallback = o.out.fallback
 				h.finish(rec, nil, o.nameError(o.out.primaryErr), "")
+				copyCallRecord(ctx, rec)
 				return
 			}
 			rec.ResultBytes = o.out.size
 			tr, _ := res.(*mcp.CallToolResult)
 			h.finish(rec, tr, o.named(err), o.out.invalid)
+			copyCallRecord(ctx, rec)
 		}()
 		return next(ctx, o)
 	}

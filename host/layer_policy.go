@@ -12,7 +12,9 @@ import (
 // policyCallLayer applies [policy] and the caller's profile to a
 // tools/call: a tool they exclude is refused with a *ToolNotAllowedError
 // before the backend is asked; while a backend the profile requires is
-// down, the call fails with ErrRequiredBackend. Its decision is the op's
+// down, the call fails with ErrRequiredBackend; a tool disabled at run
+// time (Host.DisableTool) is refused with a *ToolDisabledError, decided
+// "deny" by rule "disabled". Its decision is the op's
 // outcome (for the audit record).
 func policyCallLayer(h *Host, next handler) handler {
 	return func(ctx context.Context, o *op) (any, error) {
@@ -20,6 +22,11 @@ func policyCallLayer(h *Host, next handler) handler {
 		o.out.decided, o.out.decision = true, d
 		if !d.Allowed {
 			return nil, &ToolNotAllowedError{Name: o.req.name, Profile: o.req.profile, Rule: d.Rule}
+		}
+		if h.toolOff(o.req.name) {
+			// Disabled at run time (Host.DisableTool): a refusal.
+			o.out.decision = Decision{Rule: "disabled"}
+			return nil, &ToolDisabledError{Name: o.req.name}
 		}
 		if prof := o.dst.view.prof; prof != nil {
 			if err := h.requiredDown(o.req.profile, prof); err != nil {

@@ -63,7 +63,9 @@ func (h *Host) transportLayer(ctx context.Context, o *op) (any, error) {
 // backend, and notes the result's size in the op's outcome when it
 // succeeded. A call made while Options.Elicit, Options.Sample or
 // Options.ListRoots is set carries its CallInfo, so that a server's
-// request during the call names it.
+// request during the call names it. A result's _meta key
+// "io.toolhost/error" (MetaErrorKind) is the host's own: a backend's is
+// dropped.
 func (h *Host) transportCallLayer(ctx context.Context, o *op) (any, error) {
 	b := o.dst.b
 	tr, gen, err := b.conn(ctx)
@@ -83,8 +85,29 @@ func (h *Host) transportCallLayer(ctx context.Context, o *op) (any, error) {
 	res, size, err := callSized(ctx, tr, p, b.maxOutput > 0 || h.audit.enabled())
 	if err == nil {
 		o.out.size = size
+		res = withoutOwnMeta(res)
 	}
 	return res, b.release(gen, err)
+}
+
+// withoutOwnMeta returns res without a MetaErrorKind key in its _meta: a
+// backend cannot pass its result off as one the host made (the REST API's
+// status follows that key, host.ResultKind).
+func withoutOwnMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil {
+		return nil
+	}
+	if _, forged := res.Meta[MetaErrorKind]; !forged {
+		return res
+	}
+	cp := *res
+	cp.Meta = mcp.Meta{}
+	for k, v := range res.Meta {
+		if k != MetaErrorKind {
+			cp.Meta[k] = v
+		}
+	}
+	return &cp
 }
 
 // callSized calls the tool p.Name on tr and returns its result with size,

@@ -13,7 +13,8 @@ import (
 // that are not a JSON object are ErrInvalidArguments (outcome.argsRefused),
 // and arguments that do not match the tool's inputSchema make a result
 // with IsError set naming each wrong field (MCP 2025-11-25, server/tools:
-// input validation errors are tool errors; outcome.invalid); the backend
+// input validation errors are tool errors; outcome.invalid; its _meta
+// says {"io.toolhost/error": "invalid_arguments"}); the backend
 // is not called. On the way back (the tool's own result, not its
 // fallback's): a result whose JSON encoding exceeds the backend's
 // max_output is transport.ErrOutputTooLarge, and structuredContent that
@@ -37,7 +38,7 @@ func validateLayer(h *Host, next handler) handler {
 		if check {
 			if verr := e.in.Validate(val); verr != nil {
 				o.out.invalid = fmt.Sprintf("invalid arguments for %s: %s", o.req.name, describeInvalid("arguments", verr))
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: o.out.invalid}}}, nil
+				return KindResult(KindInvalidArguments, o.out.invalid), nil
 			}
 		}
 		r, err := next(ctx, o)

@@ -123,9 +123,9 @@ type toolStat struct {
 	P50, P99      float64 // latency, milliseconds (nearest rank)
 }
 
-// toolStats summarises recs (newest first or any order) per tool, sorted
+// ringToolStats summarises recs (newest first or any order) per tool, sorted
 // by tool name.
-func toolStats(recs []host.AuditRecord) []toolStat {
+func ringToolStats(recs []host.AuditRecord) []toolStat {
 	by := map[string]*toolStat{}
 	lat := map[string][]float64{}
 	for _, r := range recs {

@@ -59,7 +59,7 @@ func TestToolStats(t *testing.T) {
 		recs = append(recs, host.AuditRecord{Tool: "a", Backend: "b", Outcome: out, LatencyMS: float64(i)})
 	}
 	recs = append(recs, host.AuditRecord{Op: "prompts/get", Prompt: "p"}, host.AuditRecord{Tool: "nope", Outcome: host.OutcomeUnknownTool})
-	s := toolStats(recs)
+	s := ringToolStats(recs)
 	if len(s) != 1 || s[0].Tool != "a" || s[0].Calls != 100 || s[0].Errors != 10 || s[0].P50 != 50 || s[0].P99 != 99 {
 		t.Fatalf("toolStats = %+v", s)
 	}

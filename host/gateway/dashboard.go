@@ -323,7 +323,7 @@ func (g *Gateway) dashboard(w http.ResponseWriter, r *http.Request) {
 		p.Audit = ring.last(dashboardAuditRows, func(rec *host.AuditRecord) bool { return mine(rec) && f.match(rec) })
 	}
 	stats := map[string]toolStat{}
-	for _, s := range toolStats(all) {
+	for _, s := range ringToolStats(all) {
 		stats[s.Tool] = s
 	}
 	var view host.Catalogue = g.h

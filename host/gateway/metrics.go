@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,15 +46,20 @@ type Metrics struct {
 	mu sync.Mutex
 	h  *host.Host // for the backend gauges, read at scrape time
 
-	ring *auditRing // the last records, for the dashboard (auditring.go)
+	ring  *auditRing // the last records, for the dashboard (auditring.go)
+	stats *Stats     // per-tool counts for the REST API (api_stats.go)
 }
+
+// Stats returns the per-tool counts the REST API serves (GET
+// /api/v1/mcp/metrics), fed by Record and Observe.
+func (m *Metrics) Stats() *Stats { return m.stats }
 
 // NewMetrics returns an empty registry with the metrics above and Go's
 // process and runtime collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{
-		ring: newAuditRing(),
-		reg:  prometheus.NewRegistry(),
+		ring: newAuditRing(), stats: NewStats(),
+		reg: prometheus.NewRegistry(),
 		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_invocations_total", Help: "Tool calls, prompt gets and resource reads, by backend, tool, profile and outcome.",
 		}, []string{"backend", "tool", "profile", "outcome"}),
@@ -85,8 +91,14 @@ func NewMetrics() *Metrics {
 // the last AuditRingSize records (GET /api/v1/audit, the dashboard, the
 // "audit" events of GET /api/v1/events). It is safe for concurrent use
 // and is meant to be (part of) host.Options.Audit, where Relay puts it.
+// An operator's action (Op "admin/...") is kept in the ring but is not an
+// invocation: it is not counted.
 func (m *Metrics) Record(r host.AuditRecord) {
 	m.ring.add(r)
+	if strings.HasPrefix(r.Op, "admin/") {
+		return
+	}
+	m.stats.Record(r)
 	tool := r.Tool
 	if r.Outcome == host.OutcomeUnknownTool {
 		tool = "" // a name a client made up: not a label value
@@ -108,6 +120,7 @@ func (m *Metrics) Record(r host.AuditRecord) {
 
 // Observe follows one host event (circuit breaker changes).
 func (m *Metrics) Observe(ev host.Event) {
+	m.stats.Observe(ev)
 	if ev.Kind != host.EventCircuit {
 		return
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host"
 )
 
 // A client of protocol 2026-07-28 or later cannot be sent a request during
@@ -137,7 +139,7 @@ func (ps *profileServer) multiRound(ctx context.Context, req *mcp.CallToolReques
 		p := set.calls[state]
 		set.mu.Unlock()
 		if p == nil || p.client != client {
-			return errorResult(fmt.Errorf("%w: call again without it", ErrRequestState)), nil
+			return host.KindResult(host.KindBadRequest, fmt.Errorf("%w: call again without it", ErrRequestState).Error()), nil
 		}
 		p.mu.Lock()
 		for id, r := range req.Params.InputResponses {
@@ -154,7 +156,7 @@ func (ps *profileServer) multiRound(ctx context.Context, req *mcp.CallToolReques
 	set.mu.Lock()
 	if len(set.calls) >= maxPending {
 		set.mu.Unlock()
-		return errorResult(fmt.Errorf("gateway: %d calls are waiting for their clients' input; try again later", maxPending)), nil
+		return host.KindResult(host.KindRateLimited, fmt.Sprintf("gateway: %d calls are waiting for their clients' input; try again later", maxPending)), nil
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -206,6 +208,6 @@ func (ps *profileServer) nextRound(ctx context.Context, p *pendingCall) (*mcp.Ca
 	}
 }
 
-func errorResult(err error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
-}
+// errorResult is the isError result of a call that could not be made,
+// with its error kind in _meta (host.ErrorResult).
+func errorResult(err error) *mcp.CallToolResult { return host.ErrorResult(err) }

@@ -105,7 +105,7 @@ func (g *Gateway) api(admin bool, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
-	return http.NewCrossOriginProtection().Handler(limitBody(h, int64(g.serve.MaxBody)))
+	return http.NewCrossOriginProtection().Handler(jsonBodyLimit(limitBody(h, int64(g.serve.MaxBody)), int64(g.serve.MaxBody)))
 }
 
 // caller finds the Caller of r, or writes 401 (with WWW-Authenticate,
@@ -156,6 +156,9 @@ type APIError struct {
 func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	// A browser must not sniff a body with server-supplied strings as
+	// HTML (they are escaped too: SetEscapeHTML).
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(true)
