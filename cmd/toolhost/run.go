@@ -175,7 +175,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // subcommandValueFlags are the subcommands' flags that take a value (so the
 // word after them is not read as a global flag).
-var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true}
+// (serve's --watch takes none: a word after a value flag that is itself a
+// flag is not taken as its value.)
+var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "url": true, "token-env": true}
 
 // globalsAfter takes the global flags (--config, --log-level; one or two
 // dashes, "=VALUE" or a separate word) out of a subcommand's arguments,
@@ -200,7 +202,7 @@ func (c *cli) globalsAfter(args []string) ([]string, error) {
 			dst = &c.logLevel
 		default:
 			rest = append(rest, a)
-			if subcommandValueFlags[name] && !hasValue && i+1 < len(args) {
+			if subcommandValueFlags[name] && !hasValue && i+1 < len(args) && (args[i+1] == "-" || !strings.HasPrefix(args[i+1], "-")) {
 				i++
 				rest = append(rest, args[i])
 			}
@@ -240,7 +242,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func (c *cli) loadConfig() (*config.Config, int) {
+// configFile is the configuration file's path: --config, else
+// $TOOLHOST_CONFIG, else defaultConfig.
+func (c *cli) configFile() string {
 	path := c.configPath
 	if path == "" {
 		path = os.Getenv("TOOLHOST_CONFIG")
@@ -248,6 +252,11 @@ func (c *cli) loadConfig() (*config.Config, int) {
 	if path == "" {
 		path = defaultConfig
 	}
+	return path
+}
+
+func (c *cli) loadConfig() (*config.Config, int) {
+	path := c.configFile()
 	cfg, err := config.Load(path, nil)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && c.configPath == "" {

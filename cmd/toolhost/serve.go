@@ -23,13 +23,26 @@ func (c *cli) serve(args []string) int {
 	listen := fs.String("listen", "", "")
 	profile := fs.String("profile", "", "")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "")
+	watch := fs.Bool("watch", false, "")
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 || (*stdio && *listen != "") {
-		return c.usageError("usage: toolhost serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]")
+		return c.usageError("usage: toolhost serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated] [--watch]")
 	}
 	metrics := gateway.NewMetrics()
 	c.serving = metrics
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
-		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics})
+		// Reload without restart: POST /api/v1/reload, SIGHUP and, with
+		// --watch, a change of the file (reload.go).
+		rl := newReloader(c.configFile(), h, c.logger.Named("reload"))
+		defer rl.onSignal(ctx)()
+		if *watch {
+			stop, err := rl.watch(ctx, watchDebounce)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "toolhost: serve: %s\n", esc(err))
+				return exitUsage
+			}
+			defer stop()
+		}
+		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics, Reload: rl.reload})
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			if errors.Is(err, host.ErrUnknownProfile) {
