@@ -41,7 +41,8 @@ Commands:
                                  list the catalogue of tools (as the policy, or a profile, allows)
   call NAME [--args JSON|@FILE|-] [--profile NAME] [--json]
                                  call a tool and print its result ('toolhost call --help')
-  status [--json] [--watch D]    start every backend and show its state (every D until interrupted)
+  status [--json] [--watch D]    start every backend and show its state (every D until interrupted);
+                                 with --url URL, the state of a running serve's backends instead
   check [--profile NAME]         validate the configuration (also: plugin files and their declared
                                  memory, server commands in PATH) and show what would load;
                                  with --profile, start the backends and show the profile's
@@ -62,10 +63,16 @@ Commands:
                                  (or $BROWSER) and store its token; logout NAME deletes it
   audit key | rotate-key         show, or replace with a new random one, the key of the audit
                                  log's args_hmac (this installation's; 'toolhost audit --help')
-  serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]
+  serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated] [--watch]
                                  serve the catalogue as an MCP server: on stdin/stdout, or over
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
-                                 127.0.0.1:8808); [serve.clients.NAME] tokens select profiles
+                                 127.0.0.1:8808); [serve.clients.NAME] tokens select profiles;
+                                 SIGHUP (and, with --watch, a change of the file) reloads the
+                                 configuration without a restart
+  reload --url URL [--json]      make a running serve reload its configuration file (as SIGHUP)
+  restart NAME --url URL         restart one backend of a running serve
+                                 (--url commands: the token comes from $TOOLHOST_TOKEN, or the
+                                 variable --token-env VAR names; never from a flag)
   import FILE [--prefix-check]   translate a client's MCP configuration (Claude Desktop, Cursor, Claude
                                  Code, VS Code) into [servers.NAME] tables on stdout; the variables
                                  to set and what could not be translated go to stderr
@@ -166,6 +173,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.auditCmd(rest)
 	case "import":
 		return c.importCmd(rest)
+	case "reload":
+		return c.reloadCmd(rest)
+	case "restart":
+		return c.restartCmd(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -101,6 +101,7 @@ type serveProc struct {
 	url    string // its MCP endpoint
 	stderr *testutil.Buffer
 	hc     *http.Client
+	done   chan struct{} // closed when the process has exited
 }
 
 // writeConfig writes src (with @FIXTURE@ replaced) to path, atomically:
@@ -133,7 +134,12 @@ func startServe(t *testing.T, src string, args ...string) *serveProc {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
+	p.done = make(chan struct{})
+	go func() {
+		err := p.cmd.Wait()
+		close(p.done)
+		exited <- err
+	}()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	p.hc = &http.Client{Transport: tr}
 	t.Cleanup(func() {
@@ -204,11 +210,14 @@ func newListChanges() *listChanges {
 	return &listChanges{tools: make(chan struct{}, 1), prompts: make(chan struct{}, 1), resources: make(chan struct{}, 1)}
 }
 
-// wait waits for one notification on c.
-func wait(t *testing.T, c chan struct{}, what string) {
+// wait waits for one notification on c; it fails at once if serve
+// exits.
+func (p *serveProc) wait(t *testing.T, c chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-c:
+	case <-p.done:
+		t.Fatalf("toolhost serve exited while the test waited for %s", what)
 	case <-time.After(waitTimeout):
 		t.Fatalf("no %s within %v", what, waitTimeout)
 	}
@@ -252,7 +261,14 @@ func (p *serveProc) hup(t *testing.T) {
 // waitLog waits until serve's stderr holds n occurrences of s.
 func (p *serveProc) waitLog(t *testing.T, s string, n int) {
 	t.Helper()
-	testutil.Eventually(t, waitTimeout, func() bool { return strings.Count(p.stderr.String(), s) >= n },
+	testutil.Eventually(t, waitTimeout, func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("toolhost serve exited while the test waited for %q in its log", s)
+		default:
+		}
+		return strings.Count(p.stderr.String(), s) >= n
+	},
 		fmt.Sprintf("serve's stderr never held %d× %q:\n", n, s), p.stderr.String)
 }
 
@@ -273,9 +289,9 @@ func TestReloadSIGHUP(t *testing.T) {
 
 	writeConfig(t, p.cfg, reloadAfter)
 	p.hup(t)
-	wait(t, lc.tools, "notifications/tools/list_changed")
-	wait(t, lc.prompts, "notifications/prompts/list_changed")
-	wait(t, lc.resources, "notifications/resources/list_changed")
+	p.wait(t, lc.tools, "notifications/tools/list_changed")
+	p.wait(t, lc.prompts, "notifications/prompts/list_changed")
+	p.wait(t, lc.resources, "notifications/resources/list_changed")
 	p.waitLog(t, "configuration reloaded", 1)
 	log := p.stderr.String()
 	if !strings.Contains(log, "trigger=SIGHUP") || !strings.Contains(log, `added=["new"]`) || !strings.Contains(log, `removed=["gone"]`) || !strings.Contains(log, `changed=["chg"]`) {
@@ -341,7 +357,7 @@ func TestReloadWatch(t *testing.T) {
 	keepPid := p.pidOf(t, "keep", 0)
 
 	writeConfig(t, p.cfg, reloadAfter)
-	wait(t, lc.tools, "notifications/tools/list_changed after the file was replaced")
+	p.wait(t, lc.tools, "notifications/tools/list_changed after the file was replaced")
 	p.waitLog(t, "configuration reloaded", 1)
 	if !strings.Contains(p.stderr.String(), "trigger=--watch") {
 		t.Errorf("the reload's log line does not say --watch")
@@ -362,7 +378,7 @@ func TestReloadWatch(t *testing.T) {
 	if err := os.WriteFile(p.cfg, []byte(strings.ReplaceAll(reloadBefore, "@FIXTURE@", testutil.Fixture(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, lc.tools, "notifications/tools/list_changed after the file was created again")
+	p.wait(t, lc.tools, "notifications/tools/list_changed after the file was created again")
 	p.waitLog(t, "configuration reloaded", 2)
 	if names := toolNames(t, cs); !slices.Contains(names, "gone__echo") || slices.Contains(names, "new__echo") {
 		t.Errorf("after the file came back: tools %v", names)
