@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -352,40 +353,114 @@ token = "user-token-0123456789"
 
 var servingRE = regexp.MustCompile(`serving MCP \(Streamable HTTP\) at (http://\S+/mcp)`)
 
+// serveChild is a `toolhost serve` child process.
+type serveChild struct {
+	*exec.Cmd
+	stderr *testutil.Buffer
+	url    string // its MCP endpoint
+}
+
 // startServeCmd runs `toolhost serve --listen 127.0.0.1:0` on cfg as a
 // child process until the test ends, and returns its MCP endpoint URL.
 func startServeCmd(t *testing.T, cfg string) string {
 	t.Helper()
+	return startServeArgs(t, "", "--config", cfg, "serve", "--listen", "127.0.0.1:0").url
+}
+
+// startServeArgs runs toolhost with args (a serve command listening on
+// HTTP) in dir until the test ends (SIGTERM; it must exit 0), and waits
+// until it listens.
+func startServeArgs(t *testing.T, dir string, args ...string) *serveChild {
+	t.Helper()
 	bin := testutil.GoBinary(t, "./cmd/toolhost")
-	var stderr testutil.Buffer
-	cmd := exec.Command(bin, "--config", cfg, "serve", "--listen", "127.0.0.1:0")
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p := &serveChild{Cmd: exec.Command(bin, args...), stderr: &testutil.Buffer{}}
+	p.Dir = dir
+	p.Stderr = p.stderr
+	p.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- p.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-exited:
 			if err != nil {
-				t.Errorf("toolhost serve: %v\n%s", err, stderr.String())
+				t.Errorf("toolhost serve: %v\n%s", err, p.stderr)
 			}
 		case <-time.After(2 * time.Minute):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
 			<-exited
-			t.Errorf("toolhost serve did not exit on SIGTERM\n%s", stderr.String())
+			t.Errorf("toolhost serve did not exit on SIGTERM\n%s", p.stderr)
 		}
 	})
-	var url string
 	testutil.Eventually(t, 2*time.Minute, func() bool {
-		m := servingRE.FindStringSubmatch(stderr.String())
+		m := servingRE.FindStringSubmatch(p.stderr.String())
 		if m != nil {
-			url = m[1]
+			p.url = m[1]
 		}
 		return m != nil
-	}, "toolhost serve never listened: ", stderr.String)
-	return url
+	}, "toolhost serve never listened: ", p.stderr.String)
+	return p
+}
+
+// TestReloadReadme runs the README's "Reloading the configuration"
+// commands: its serve line as a real process (on a free port) that a
+// SIGHUP makes reload, and its --url lines against a fake serve answering
+// the REST API's shapes (the real one is TestRemoteAgainstServe's).
+func TestReloadReadme(t *testing.T) {
+	script := block(t, mdBlocks(t, filepath.Join(testutil.Root(), "README.md")), "Reloading the configuration", "sh", 0)
+	f := newFakeServe(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/status":
+			fakeJSON(w, 200, []host.BackendStatus{{Name: "fs", Kind: "plugin", State: host.StateReady}})
+		case "/api/v1/reload":
+			fakeJSON(w, 200, host.ApplyReport{Added: []string{"fs"}})
+		case "/api/v1/servers/fs/restart":
+			fakeJSON(w, 200, host.BackendStatus{Name: "fs", Kind: "plugin", State: host.StateReady, Restarts: 1})
+		default:
+			apiErr(w, 404, "not_found", r.URL.Path)
+		}
+	})
+	t.Setenv("TOOLHOST_TOKEN", "")
+	var remote, serve int
+	for _, line := range strings.Split(script, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		args := strings.Fields(line)
+		if len(args) == 0 || args[0] != "toolhost" {
+			continue
+		}
+		if slices.Contains(args, "serve") {
+			serve++
+			if args[len(args)-1] != "&" {
+				t.Fatalf("the README's serve line does not run it in the background: %q", line)
+			}
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "toolhost.toml"), []byte("[servers.fx]\ncommand = \""+testutil.Fixture(t)+"\"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			serveArgs := append([]string{"--log-level", "info"}, args[1:len(args)-1]...)
+			for i, a := range serveArgs {
+				serveArgs[i] = strings.ReplaceAll(a, "127.0.0.1:8808", "127.0.0.1:0")
+			}
+			p := startServeArgs(t, dir, serveArgs...)
+			if err := p.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Eventually(t, 2*time.Minute, func() bool { return strings.Contains(p.stderr.String(), "configuration reloaded: trigger=SIGHUP") },
+				"the README's serve did not reload on SIGHUP: ", p.stderr.String)
+			continue
+		}
+		remote++
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, "http://127.0.0.1:8808", f.URL)
+		}
+		if code, stdout, stderr := runCLI(args[1:]...); code != exitOK || !strings.Contains(stdout, "fs") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", line, code, stdout, stderr)
+		}
+	}
+	if serve != 1 || remote != 3 {
+		t.Errorf("the README's block has %d serve and %d --url lines; want 1 and 3:\n%s", serve, remote, script)
+	}
 }
