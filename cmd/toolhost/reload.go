@@ -39,7 +39,7 @@ type reloader struct {
 
 func newReloader(path string, h *host.Host, logger hclog.Logger) *reloader {
 	r := &reloader{path: path, h: h, logger: logger}
-	if data, err := os.ReadFile(path); err == nil {
+	if data, err := readRegular(path); err == nil {
 		r.sum = sha256.Sum256(data)
 	}
 	return r
@@ -55,7 +55,11 @@ func newReloader(path string, h *host.Host, logger hclog.Logger) *reloader {
 func (r *reloader) reload(ctx context.Context) (host.ApplyReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if data, err := os.ReadFile(r.path); err == nil {
+	data, err := readRegular(r.path)
+	if errors.Is(err, errNotRegular) {
+		return host.ApplyReport{}, config.ErrorList{{File: r.path, Msg: err.Error(), Err: err}}
+	}
+	if err == nil {
 		r.sum = sha256.Sum256(data)
 	}
 	cfg, err := config.Load(r.path, nil)
@@ -79,6 +83,23 @@ func (r *reloader) reload(ctx context.Context) (host.ApplyReport, error) {
 		r.logger.Warn("changed, but not applied until toolhost serve is restarted", "key", key)
 	}
 	return rep, nil
+}
+
+// errNotRegular: the configuration's path is not a regular file.
+var errNotRegular = errors.New("not a regular file: the configuration must be a file")
+
+// readRegular reads the file at path, refusing anything but a regular
+// file (following symbolic links): a FIFO or a device could block the read,
+// and every reload after it, forever.
+func readRegular(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (it is a %s)", errNotRegular, fi.Mode().Type())
+	}
+	return os.ReadFile(path)
 }
 
 // notReloaded names the keys that differ between a and b and that
@@ -205,7 +226,7 @@ func (r *reloader) watch(ctx context.Context, debounce time.Duration) (stop func
 				r.logger.Warn("--watch", "error", err)
 				timer.Reset(debounce)
 			case <-timer.C:
-				data, err := os.ReadFile(abs)
+				data, err := readRegular(abs)
 				if errors.Is(err, os.ErrNotExist) {
 					if !gone {
 						r.logger.Warn("--watch: the configuration file is gone; the configuration in force stays until it is back", "file", r.path)
