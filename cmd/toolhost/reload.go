@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -141,13 +139,12 @@ func (r *reloader) reloadAndLog(ctx context.Context, trigger string) {
 	}
 }
 
-// onSignal reloads on every SIGHUP until stop is called (or ctx is done).
-// Signals that arrive during a reload coalesce into one more reload. stop
-// returns once no reload runs any more.
-func (r *reloader) onSignal(ctx context.Context) (stop func()) {
+// onSignal reloads on every signal of hup (signal.Notify'd with SIGHUP,
+// buffered) until stop is called (or ctx is done). Signals that arrive
+// during a reload coalesce into one more reload. stop returns once no
+// reload runs any more; the caller stops hup's notifications.
+func (r *reloader) onSignal(ctx context.Context, hup <-chan os.Signal) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -161,7 +158,6 @@ func (r *reloader) onSignal(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() {
-		signal.Stop(hup)
 		cancel()
 		<-done
 	}
@@ -198,8 +194,9 @@ func (r *reloader) watch(ctx context.Context, debounce time.Duration) (stop func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		timer := time.NewTimer(time.Hour)
-		timer.Stop()
+		// A first check at once: the file may have changed since it was
+		// read at start (the backends' start can take a while).
+		timer := time.NewTimer(0)
 		defer timer.Stop()
 		gone := false
 		for {

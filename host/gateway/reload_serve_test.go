@@ -124,6 +124,13 @@ var servingRE = regexp.MustCompile(`serving MCP \(Streamable HTTP\) at (http://\
 // ends.
 func startServe(t *testing.T, src string, args ...string) *serveProc {
 	t.Helper()
+	return startServeWith(t, src, nil, args...)
+}
+
+// startServeWith is startServe that runs early (when not nil) once the
+// process has started, before it listens.
+func startServeWith(t *testing.T, src string, early func(p *serveProc), args ...string) *serveProc {
+	t.Helper()
 	bin := testutil.GoBinary(t, "./cmd/toolhost")
 	p := &serveProc{cfg: filepath.Join(t.TempDir(), "toolhost.toml"), stderr: &testutil.Buffer{}}
 	writeConfig(t, p.cfg, src)
@@ -159,6 +166,9 @@ func startServe(t *testing.T, src string, args ...string) *serveProc {
 			t.Logf("toolhost serve stderr:\n%s", p.stderr)
 		}
 	})
+	if early != nil {
+		early(p)
+	}
 	testutil.Eventually(t, waitTimeout, func() bool {
 		m := servingRE.FindStringSubmatch(p.stderr.String())
 		if m != nil {
@@ -343,6 +353,23 @@ func TestReloadSIGHUP(t *testing.T) {
 	testutil.Eventually(t, waitTimeout, func() bool { return slices.Contains(toolNames(t, cs), "gone__echo") }, "gone never came back")
 	if got := p.pids("keep"); !slices.Equal(got, []int{keepPid}) {
 		t.Errorf("keep was restarted by the third reload: pids %v, was %d", got, keepPid)
+	}
+}
+
+// TestReloadSIGHUPDuringStart: a SIGHUP that arrives while serve's
+// backends are still starting (one takes 2s) does not kill serve (SIGHUP's
+// default action): serve comes up, and then reloads.
+func TestReloadSIGHUPDuringStart(t *testing.T) {
+	src := strings.Replace(reloadBefore, `args    = ["-faults"]`, `args    = ["-faults", "-start-delay", "2s"]`, 1)
+	p := startServeWith(t, src, func(p *serveProc) {
+		// The backends are starting: the host has spawned them.
+		p.waitLog(t, "started: pid=", 1)
+		p.hup(t)
+	}, "--log-level", "debug")
+	p.waitLog(t, "configuration reloaded: trigger=SIGHUP", 1)
+	cs := p.connect(t, nil)
+	if names := toolNames(t, cs); !slices.Contains(names, "keep__echo") {
+		t.Errorf("tools = %v", names)
 	}
 }
 
