@@ -172,8 +172,9 @@ func (r *reloader) onSignal(ctx context.Context, hup <-chan os.Signal) (stop fun
 // bytes as they were (touch, chmod, another file of the directory) does
 // not reload. When the path is a symbolic link (a Kubernetes ConfigMap
 // volume swaps a ..data link), every event of the directory is a
-// candidate, and the bytes decide. stop returns once the watcher and any
-// reload it started are done.
+// candidate, and the bytes decide. The file is checked once at start too
+// (it may have changed since serve read it). stop returns once the watcher
+// and any reload it started are done.
 func (r *reloader) watch(ctx context.Context, debounce time.Duration) (stop func(), err error) {
 	abs, err := filepath.Abs(r.path)
 	if err != nil {
