@@ -61,7 +61,7 @@ func (c *cli) newRemote(rawURL, tokenEnv string) (*remote, int) {
 		}
 		return nil, c.usageError(fmt.Sprintf("--url %s: want the address of a running toolhost serve, like http://127.0.0.1:8808 (no user, query or fragment)", esc(fmt.Sprintf("%q", shown))))
 	}
-	path := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp")
+	path := strings.TrimSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/mcp")
 	r := &remote{base: u.Scheme + "://" + u.Host + path}
 	if tokenEnv == "" {
 		return nil, c.usageError("--token-env: want the name of an environment variable holding the bearer token")
@@ -142,6 +142,7 @@ func (r *remote) do(ctx context.Context, method, path string) (*apiResponse, err
 func (c *cli) request(r *remote, method, path string) (*apiResponse, int) {
 	ctx, cancel := remoteCtx()
 	defer cancel()
+	defer r.hc.CloseIdleConnections()
 	resp, err := r.do(ctx, method, path)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
