@@ -21,9 +21,10 @@ func (e *resolveError) Error() string { return e.err.Error() }
 func (e *resolveError) Unwrap() error { return e.err }
 
 // owners returns the backends whose prefix name starts with and whose tools
-// are not known yet (no successful start so far), longest prefix first.
-// Tools are listed only once a backend has started, so these are the
-// backends name may belong to.
+// are not in the catalogue yet (no successful start so far, or one whose
+// tools are not in the catalogue yet: see catalogued), longest prefix
+// first. Tools are listed only once a backend has started, so these are
+// the backends name may belong to.
 func (h *Host) owners(name string) []*backend {
 	var out []*backend
 	for _, b := range h.all() {
@@ -31,9 +32,9 @@ func (h *Host) owners(name string) []*backend {
 			continue
 		}
 		b.mu.Lock()
-		known := b.known
+		catalogued := b.catalogued()
 		b.mu.Unlock()
-		if !known {
+		if !catalogued {
 			out = append(out, b)
 		}
 	}
@@ -113,10 +114,10 @@ func (h *Host) resolve(ctx context.Context, name string) (e entry, ok bool, err 
 		var failed *backend
 		for _, b := range owners {
 			b.mu.Lock()
-			state, known, wake, waitable := b.state, b.known, b.wake, b.waitable()
+			state, catalogued, wake, waitable := b.state, b.catalogued(), b.wake, b.waitable()
 			b.mu.Unlock()
 			switch {
-			case known || state == StateClosed:
+			case catalogued || state == StateClosed:
 			case !waitable:
 				if failed == nil {
 					failed = b
@@ -238,6 +239,15 @@ func (h *Host) awaitEager(ctx context.Context) {
 		cancel()
 	}
 }
+
+// catalogued reports whether b's tools are in the catalogue: it has
+// started successfully, and is not between a start that has just listed
+// its tools and the catalogue's rebuild (it is still starting then: it
+// becomes ready after the rebuild, see start). A call to one of its tools
+// in that moment (a backend that Host.Apply restarted, under load) waits
+// for the rebuild instead of failing as an unknown tool. The caller holds
+// b.mu.
+func (b *backend) catalogued() bool { return b.known && b.state != StateStarting }
 
 // waitable reports whether a call may wait for b, which has never been
 // ready: it is idle (the call starts it), starting, or restarting (between

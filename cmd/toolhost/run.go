@@ -42,7 +42,8 @@ Commands:
                                  list the catalogue of tools (as the policy, or a profile, allows)
   call NAME [--args JSON|@FILE|-] [--profile NAME] [--json]
                                  call a tool and print its result ('toolhost call --help')
-  status [--json] [--watch D]    start every backend and show its state (every D until interrupted)
+  status [--json] [--watch D]    start every backend and show its state (every D until interrupted);
+                                 with --url URL, the state of a running serve's backends instead
   check [--profile NAME]         validate the configuration (also: plugin files and their declared
                                  memory, server commands in PATH; OCI plugins are resolved and
                                  pulled, with their digest shown) and show what would load;
@@ -64,10 +65,16 @@ Commands:
                                  (or $BROWSER) and store its token; logout NAME deletes it
   audit key | rotate-key         show, or replace with a new random one, the key of the audit
                                  log's args_hmac (this installation's; 'toolhost audit --help')
-  serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]
+  serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated] [--watch]
                                  serve the catalogue as an MCP server: on stdin/stdout, or over
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
-                                 127.0.0.1:8808); [serve.clients.NAME] tokens select profiles
+                                 127.0.0.1:8808); [serve.clients.NAME] tokens select profiles;
+                                 SIGHUP (and, with --watch, a change of the file) reloads the
+                                 configuration without a restart
+  reload --url URL [--json]      make a running serve reload its configuration file (as SIGHUP)
+  restart NAME --url URL         restart one backend of a running serve
+                                 (--url commands: the token comes from $TOOLHOST_TOKEN, or the
+                                 variable --token-env VAR names; never from a flag)
   import FILE [--prefix-check]   translate a client's MCP configuration (Claude Desktop, Cursor, Claude
                                  Code, VS Code) into [servers.NAME] tables on stdout; the variables
                                  to set and what could not be translated go to stderr
@@ -183,6 +190,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.pull(rest)
 	case "push":
 		return c.push(rest)
+	case "reload":
+		return c.reloadCmd(rest)
+	case "restart":
+		return c.restartCmd(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -192,7 +203,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // subcommandValueFlags are the subcommands' flags that take a value (so the
 // word after them is not read as a global flag).
-var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "as": true, "from-registry": true, "sha256": true}
+// (serve's --watch takes none: a word after a value flag that is itself a
+// flag is not taken as its value.)
+var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "as": true, "from-registry": true, "sha256": true, "url": true, "token-env": true}
 
 // globalsAfter takes the global flags (--config, --log-level; one or two
 // dashes, "=VALUE" or a separate word) out of a subcommand's arguments,
@@ -217,7 +230,7 @@ func (c *cli) globalsAfter(args []string) ([]string, error) {
 			dst = &c.logLevel
 		default:
 			rest = append(rest, a)
-			if subcommandValueFlags[name] && !hasValue && i+1 < len(args) {
+			if subcommandValueFlags[name] && !hasValue && i+1 < len(args) && (args[i+1] == "-" || !strings.HasPrefix(args[i+1], "-")) {
 				i++
 				rest = append(rest, args[i])
 			}
@@ -257,7 +270,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func (c *cli) loadConfig() (*config.Config, int) {
+// configFile is the configuration file's path: --config, else
+// $TOOLHOST_CONFIG, else defaultConfig.
+func (c *cli) configFile() string {
 	path := c.configPath
 	if path == "" {
 		path = os.Getenv("TOOLHOST_CONFIG")
@@ -265,6 +280,11 @@ func (c *cli) loadConfig() (*config.Config, int) {
 	if path == "" {
 		path = defaultConfig
 	}
+	return path
+}
+
+func (c *cli) loadConfig() (*config.Config, int) {
+	path := c.configFile()
 	cfg, err := config.Load(path, nil)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && c.configPath == "" {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,13 +25,24 @@ func (c *cli) serve(args []string) int {
 	listen := fs.String("listen", "", "")
 	profile := fs.String("profile", "", "")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "")
+	watch := fs.Bool("watch", false, "")
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 || (*stdio && *listen != "") {
-		return c.usageError("usage: toolhost serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated]")
+		return c.usageError("usage: toolhost serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated] [--watch]")
 	}
 	metrics := gateway.NewMetrics()
 	c.serving = metrics
+	// Reload without restart (reload.go): POST /api/v1/reload, SIGHUP and,
+	// with --watch, a change of the file. The file's bytes are hashed
+	// before withHost loads it, so that --watch sees a change made while
+	// the backends start; a SIGHUP during the start is kept (instead of
+	// killing serve) and reloads once the gateway serves.
+	rl := newReloader(c.configFile(), nil, c.logger.Named("reload"))
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
-		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics})
+		rl.h = h
+		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics, Reload: rl.reload})
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			if errors.Is(err, host.ErrUnknownProfile) {
@@ -38,6 +51,15 @@ func (c *cli) serve(args []string) int {
 			return exitCallError
 		}
 		defer g.Close()
+		defer rl.onSignal(ctx, hup)()
+		if *watch {
+			stop, err := rl.watch(ctx, watchDebounce)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "toolhost: serve: %s\n", esc(err))
+				return exitUsage
+			}
+			defer stop()
+		}
 		if *stdio {
 			// stdout carries the protocol only: logs and warnings go to
 			// stderr.

@@ -16,8 +16,17 @@ func (c *cli) status(args []string) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "")
 	watch := fs.Duration("watch", 0, "")
+	rawURL, tokenEnv := remoteFlags(fs)
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 || *watch < 0 {
-		return c.usageError("usage: toolhost status [--json] [--watch INTERVAL]")
+		return c.usageError("usage: toolhost status [--json] [--watch INTERVAL] [--url URL [--token-env VAR]]")
+	}
+	if *rawURL != "" {
+		// A running serve's status (remote.go), not backends of our own.
+		r, code := c.newRemote(*rawURL, *tokenEnv)
+		if r == nil {
+			return code
+		}
+		return c.remoteStatus(r, *asJSON, *watch)
 	}
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		// One health check of every ready backend first, so that HEALTH
