@@ -20,6 +20,7 @@ require (
 	golang.org/x/oauth2 v0.37.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.42.0
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 )
 
 require (
