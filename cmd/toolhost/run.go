@@ -66,6 +66,9 @@ Commands:
                                  serve the catalogue as an MCP server: on stdin/stdout, or over
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
                                  127.0.0.1:8808); [serve.clients.NAME] tokens select profiles
+  logs NAME [-f] [-n N] [--url URL [--token-env VAR]]
+                                 print the last N (100) lines of a backend's log file ([host]
+                                 log_directory), -f to follow it; --url asks a running serve
   import FILE [--prefix-check]   translate a client's MCP configuration (Claude Desktop, Cursor, Claude
                                  Code, VS Code) into [servers.NAME] tables on stdout; the variables
                                  to set and what could not be translated go to stderr
@@ -166,6 +169,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.auditCmd(rest)
 	case "import":
 		return c.importCmd(rest)
+	case "logs":
+		return c.logs(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -29,7 +29,8 @@ func (c *cli) serve(args []string) int {
 	metrics := gateway.NewMetrics()
 	c.serving = metrics
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
-		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics})
+		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics,
+			Logs: h.Logs}) // GET /api/v1/servers/{name}/logs
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			if errors.Is(err, host.ErrUnknownProfile) {
