@@ -238,3 +238,27 @@ func TestNewLines(t *testing.T) {
 		}
 	}
 }
+
+// The README's "Server logs" example: its [host] table loads, and its
+// first commands print a backend's log.
+func TestServerLogsReadme(t *testing.T) {
+	blocks := mdBlocks(t, filepath.Join(testutil.Root(), "README.md"))
+	toml := block(t, blocks, "Server logs", "toml", 0)
+	cfg := writeConfig(t, toml+"\n[servers.fixture]\ncommand = \"@FIXTURE@\"\n")
+	if code, out, errOut := runCLI("--config", cfg, "call", "fixture__add", "--args", `{"a":1,"b":2}`); code != exitOK {
+		t.Fatalf("call: %d %s %s", code, out, errOut)
+	}
+	for _, line := range strings.Split(block(t, blocks, "Server logs", "sh", 0), "\n")[:2] {
+		args := strings.Fields(strings.TrimSpace(strings.Split(line, "#")[0]))
+		if args[0] != "toolhost" {
+			t.Fatalf("README line %q", line)
+		}
+		if args[len(args)-1] == "-f" {
+			continue // followed in TestLogsFollowAcrossRotation
+		}
+		code, out, errOut := runCLI(append([]string{"--config", cfg}, args[1:]...)...)
+		if code != exitOK || !strings.Contains(out, "fixture: backend ready") {
+			t.Fatalf("%s: %d\n%s\n%s", line, code, out, errOut)
+		}
+	}
+}
