@@ -181,3 +181,36 @@ type logDump struct {
 }
 
 func (d logDump) String() string { return "\n" + readLog(d.t, d.path) }
+
+// A sandboxed server's egress denial reaches its log file (the sandbox's
+// sub-logger is teed too).
+func TestLogFileHoldsSandboxDenials(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("/usr/bin/python3 not found: the test's server is a Python script")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fetch.py"), []byte(pyFetchServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := t.TempDir()
+	h := logHost(t, `
+[host]
+log_directory = "@LOGS@"
+
+[servers.net]
+command = "/usr/bin/python3"
+args = ["/srv/fetch.py"]
+sandbox = "strict"
+allowed_paths = { "/srv" = "ro:`+dir+`" }
+allowed_hosts = ["127.0.0.1:1"]
+`, logs)
+	if _, err := h.CallTool(context.Background(), "net__fetch", map[string]any{"url": "http://denied.example/"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(logs, "net.log")
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		s := readLog(t, path)
+		return strings.Contains(s, "net.sandbox: sandbox denied egress") && strings.Contains(s, "denied.example")
+	}, "the denial in the log file", logDump{t, path})
+}
