@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/serverlog"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
 // logHost starts a Host on toml (@FIXTURE@, @LOGS@ replaced) whose
@@ -213,4 +214,50 @@ allowed_hosts = ["127.0.0.1:1"]
 		s := readLog(t, path)
 		return strings.Contains(s, "net.sandbox: sandbox denied egress") && strings.Contains(s, "denied.example")
 	}, "the denial in the log file", logDump{t, path})
+}
+
+// A plugin's log calls and stderr reach its file, and a backend added by
+// Apply logs to its own file with the new configuration's secrets
+// redacted.
+func TestLogFilePluginsAndApply(t *testing.T) {
+	echo := wasmbuild.Build(t, filepath.Join(testutil.Root(), "testdata", "plugins"), "./echo")
+	logs := t.TempDir()
+	base := `
+[host]
+log_directory = "` + logs + `"
+
+[plugins.echo]
+path = "` + echo + `"
+config = { api_key = "plug-secret-123456" }
+`
+	h := logHost(t, base, logs)
+	ctx := context.Background()
+	if _, err := h.CallTool(ctx, "echo__log", map[string]any{"text": "plugin says plug-secret-123456"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CallTool(ctx, "echo__print", map[string]any{"text": "printed to stderr"}); err != nil {
+		t.Fatal(err)
+	}
+	echoLog := filepath.Join(logs, "echo.log")
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		s := readLog(t, echoLog)
+		return strings.Contains(s, "plugin says [REDACTED]") && strings.Contains(s, "printed to stderr")
+	}, "the plugin's log and stderr in its file", logDump{t, echoLog})
+
+	added := base + `
+[servers.late]
+command = "/bin/sh"
+args = ["-c", "echo \"late with $LATE_TOKEN\" >&2; exec @FIXTURE@"]
+env = { LATE_TOKEN = "late-secret-abcdef" }
+`
+	if _, err := h.Apply(ctx, parseFixtureConfig(t, added)); err != nil {
+		t.Fatal(err)
+	}
+	lateLog := filepath.Join(logs, "late.log")
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		return strings.Contains(readLog(t, lateLog), `late with [REDACTED]`)
+	}, "the added backend's file, its secret redacted", logDump{t, lateLog})
+	if s := readLog(t, echoLog) + readLog(t, lateLog); strings.Contains(s, "secret-") {
+		t.Fatalf("a secret in the log files:\n%s", s)
+	}
 }
