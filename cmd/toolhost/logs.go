@@ -58,11 +58,11 @@ func (c *cli) logs(args []string) int {
 	name := pos[0]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *base != "" {
-		return c.remoteLogs(ctx, *base, os.Getenv(*tokenEnv), name, *n, *follow)
-	}
 	if _, err := serverlog.File("", name); err != nil {
 		return c.usageError(fmt.Sprintf("toolhost logs: %v", err))
+	}
+	if *base != "" {
+		return c.remoteLogs(ctx, *base, os.Getenv(*tokenEnv), name, *n, *follow)
 	}
 	cfg, code := c.loadConfig()
 	if cfg == nil {

@@ -60,6 +60,7 @@ func TestLogsCommand(t *testing.T) {
 		{[]string{"logs", "../etc/passwd"}, exitUsage, "not a backend name"},
 		{[]string{"logs", "nope"}, exitUsage, `no backend "nope"`},
 		{[]string{"logs", "fx", "--url", "ftp://x"}, exitUsage, "--url must be the serve URL"},
+		{[]string{"logs", "../../mcp", "--url", "http://127.0.0.1:1"}, exitUsage, "not a backend name"},
 	} {
 		code, _, errOut := runCLI(append([]string{"--config", cfg}, tc.args...)...)
 		if code != tc.code || !strings.Contains(errOut, tc.err) {
