@@ -582,6 +582,7 @@ func (h *Host) Close() error {
 				errs[i] = fmt.Errorf("closing %s: %w", b.name, err)
 				b.logger.Warn("close", "error", err)
 			}
+			b.logger.Info("backend stopped") // as retire does; ends its log file
 		}()
 	}
 	wg.Wait()

@@ -65,7 +65,7 @@ log_level = "info"
 restart_backoff = { min = "50ms", max = "100ms" }
 `, logs)
 	events := newEventLog()
-	defer h.Subscribe(events.add)()
+	unsubscribe := h.Subscribe(events.add)
 	ctx := context.Background()
 	if _, err := h.CallTool(ctx, "fx__log", map[string]any{}); err != nil {
 		t.Fatal(err)
@@ -77,6 +77,7 @@ restart_backoff = { min = "50ms", max = "100ms" }
 	events.await(t, "restarted", func(ev host.Event) bool {
 		return ev.Backend == "fx" && ev.Kind == host.EventState && ev.State == host.StateReady
 	})
+	unsubscribe() // before Close: Subscribe's unsubscribe panics (close of closed channel) after Close
 	path := filepath.Join(logs, "fx.log")
 	want := []string{
 		`fx: stderr: line="starting with key [REDACTED]"`, // stderr, scrubbed
@@ -111,6 +112,12 @@ restart_backoff = { min = "50ms", max = "100ms" }
 	}
 	if _, err := h.Logs("nope", 3); !errors.Is(err, host.ErrUnknownBackend) {
 		t.Fatalf("Logs(nope): %v, want ErrUnknownBackend", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := readLog(t, path); !strings.HasSuffix(strings.TrimSpace(s), "fx: backend stopped") {
+		t.Fatalf("the file does not end with the backend's stop:\n%s", s)
 	}
 	for _, p := range []string{logs, path} {
 		fi, err := os.Stat(p)
