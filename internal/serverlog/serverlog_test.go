@@ -230,3 +230,25 @@ func appendTo(t *testing.T, path, s string) {
 		t.Fatal(err)
 	}
 }
+
+// A line whose start is beyond the scan bound (a 100 MiB sparse file with
+// no line end) shows as its end.
+func TestTailOfAnEndlessLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(100 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("the end\n"), 100<<20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	lines, err := Tail(dir, "x", 10)
+	if err != nil || len(lines) != 1 || !strings.HasPrefix(lines[0], "…") || !strings.HasSuffix(lines[0], "the end") || len(lines[0]) > MaxLine+len("…") {
+		t.Fatalf("Tail = %d lines (%.40q), %v; want one line: …, its last bytes", len(lines), lines, err)
+	}
+}

@@ -157,6 +157,15 @@ func tailFile(f io.ReaderAt, size int64, need int, budget *int) ([]string, error
 			b = b[:i]
 		}
 	}
+	if pos > 0 && len(out) < need && *budget > 0 && lineEnd >= pos {
+		// The scan bound came before this line's start: show its end.
+		start := max(pos, lineEnd-MaxLine)
+		s, err := readLine(f, start, lineEnd, budget)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, "…"+strings.ToValidUTF8(s, ""))
+	}
 	return out, nil
 }
 
