@@ -39,6 +39,8 @@ run: build plugins tsclient
 	@./$(BIN)/toolhost call everything__get-sum --args '{"a":19,"b":23}'
 	@echo; echo '== toolhost call fixture__add'
 	@./$(BIN)/toolhost call fixture__add --args '{"a":2,"b":40}'
+	@echo; echo '== toolhost logs fixture -n 3 (its log file, bin/logs/fixture.log)'
+	@./$(BIN)/toolhost logs fixture -n 3
 	@echo; echo '== toolhost call jq__jq (a Wasm plugin)'
 	@./$(BIN)/toolhost call jq__jq --args '{"filter":"[.[] | select(.stars > 100) | .name]","input":[{"name":"wazero","stars":5000},{"name":"toy","stars":3}]}'
 	@echo; echo '== toolhost call fs__list_directory (a Wasm plugin reading its read-only mount)'

@@ -104,7 +104,34 @@ type Host struct {
 	// key is not set (key sandbox): SandboxOff (the default),
 	// SandboxStrict or SandboxBestEffort. See Server.Sandbox.
 	Sandbox string `toml:"sandbox"`
+
+	// LogDirectory, when set (key log_directory; default: none, no log
+	// files), is where each backend's log goes: <log_directory>/NAME.log,
+	// everything its logger says at Debug and above whatever --log-level
+	// is (a server's stderr lines and notifications/message, its
+	// lifecycle, sandbox denials, a plugin's log calls), with
+	// configuration secrets replaced by [REDACTED]. A relative path is
+	// resolved against Config.Dir. The directory is created (0700) when
+	// the host starts; files are 0600. See internal/serverlog.
+	LogDirectory string `toml:"log_directory" json:",omitempty"`
+	// LogMaxSize is the size at which a backend's log file is rotated
+	// (key log_max_size; default 10MiB when log_directory is set): a whole
+	// number of MiB, 1MiB or more (the rotation counts in MiB).
+	LogMaxSize Size `toml:"log_max_size" json:",omitempty"`
+	// LogMaxFiles is how many files of a backend's log are kept, the
+	// current one included (key log_max_files; default 5 when
+	// log_directory is set; 2 to 1000): a rotation that would keep more
+	// removes the oldest. At most LogMaxSize × LogMaxFiles per backend.
+	LogMaxFiles int `toml:"log_max_files" json:",omitempty"`
 }
+
+// Defaults of the per-backend log files ([host] log_directory).
+const (
+	DefaultLogMaxSize  Size = 10 << 20
+	DefaultLogMaxFiles      = 5
+	// MaxLogFiles bounds log_max_files.
+	MaxLogFiles = 1000
+)
 
 // Sandbox modes (the sandbox keys of [host] and [servers.NAME]).
 const (

@@ -57,6 +57,7 @@ func (l *loader) validate(cfg *Config) {
 		h.AuditLog = resolvePath(l.dir, h.AuditLog)
 	}
 	l.compileRedact(h)
+	l.logFiles(h)
 	l.roots(toml.Key{"host", "roots"}, h.Roots)
 	l.hostSandbox(h)
 

@@ -190,7 +190,7 @@ type ApplyReport struct {
 // the error is the config.ErrorList. Other errors, with nothing changed:
 // ErrBackendExists (cfg names a backend added with Host.Add), ErrClosed, or
 // a backend that cannot be built from cfg (no Wasm engine). Not applied
-// until a new Host: [host] audit_log, audit_redact and cache_dir, and
+// until a new Host: [host] audit_log, audit_redact, cache_dir and log_*, and
 // [serve]. Apply is serialised with Close, Add, Remove, Enable and Disable.
 func (h *Host) Apply(ctx context.Context, cfg *config.Config) (ApplyReport, error) {
 	var rep ApplyReport
@@ -299,7 +299,10 @@ func (h *Host) Apply(ctx context.Context, cfg *config.Config) (ApplyReport, erro
 // engine (made now if h has none yet).
 func (h *Host) buildFrom(cfg *config.Config) (map[string]*backend, error) {
 	// (audit: the client features of a new server audit through h.)
-	s := &Host{opts: h.opts, logger: h.logger, ctx: h.ctx, engine: h.engine, audit: h.audit}
+	s := &Host{opts: h.opts, logger: h.logger, ctx: h.ctx, engine: h.engine, audit: h.audit, logs: h.logs}
+	if h.logs != nil { // log files: the new configuration's secrets are scrubbed too
+		h.logs.SetScrub(scrubFunc(cfg))
+	}
 	s.cur.Store(&topology{cfg: cfg, byName: map[string]*backend{}})
 	err := s.build()
 	if s.engine != h.engine {

@@ -138,7 +138,7 @@ func (h *Host) spawn(f func()) {
 }
 
 func (h *Host) newBackend(name, kind, prefix string, timeout time.Duration, sv config.Supervision) *backend {
-	b := &backend{hooks: h.hooks(), name: name, kind: kind, prefix: prefix, timeout: timeout, logger: h.logger.Named(name), sv: sv,
+	b := &backend{hooks: h.hooks(), name: name, kind: kind, prefix: prefix, timeout: timeout, logger: h.backendLogger(name), sv: sv,
 		startReq: make(chan struct{}, 1), lostSig: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), restartReq: make(chan chan error),
 		healthReq: make(chan chan error),
 		changed:   make(chan listChange, 8), firstDone: make(chan struct{}),

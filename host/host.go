@@ -28,6 +28,7 @@
 //	args.go            a tool call's arguments, parsed once before the pipeline
 //	validate.go        schema compilation and validation messages
 //	audit.go           audit records and the audit log
+//	serverlog.go       per-backend log files ([host] log_directory) and Logs
 //	breaker.go         the circuit breaker and which errors count as failures
 //	asks.go            elicitation, sampling and roots for servers
 //	events.go          Subscribe and event delivery
@@ -54,6 +55,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/serverlog"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -184,6 +186,7 @@ type Host struct {
 	opts    Options
 	logger  hclog.Logger
 	closers []func() error // run by Close after the backends, in order
+	logs    *serverlog.Dir // [host] log_directory; nil when unset
 
 	engine engine // the plugins' engine, once there is one
 
@@ -276,6 +279,10 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	}
 	h.audit = a
 	h.closers = append(h.closers, a.close)
+	if err := h.openLogs(cfg); err != nil {
+		h.Close()
+		return nil, err
+	}
 	if err := h.build(); err != nil {
 		h.Close()
 		return nil, err
@@ -580,6 +587,7 @@ func (h *Host) Close() error {
 				errs[i] = fmt.Errorf("closing %s: %w", b.name, err)
 				b.logger.Warn("close", "error", err)
 			}
+			b.logger.Info("backend stopped") // as retire does; ends its log file
 		}()
 	}
 	wg.Wait()

@@ -31,6 +31,7 @@ func makeRunConfig(t *testing.T) (cfg, auditLog string) {
 	text := string(src)
 	for _, r := range [][2]string{
 		{`"bin/audit.jsonl"`, `"` + auditLog + `"`},
+		{`"bin/logs"`, `"` + filepath.Join(dir, "logs") + `"`},
 		{`"bin/mcpfixture"`, `"` + testutil.Fixture(t) + `"`},
 		{`"plugins/jq.wasm"`, `"` + wasmbuild.Build(t, plugins, "./jq") + `"`},
 		{`"plugins/time.wasm"`, `"` + wasmbuild.Build(t, plugins, "./time") + `"`},

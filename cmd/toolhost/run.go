@@ -75,6 +75,9 @@ Commands:
   restart NAME --url URL         restart one backend of a running serve
                                  (--url commands: the token comes from $TOOLHOST_TOKEN, or the
                                  variable --token-env VAR names; never from a flag)
+  logs NAME [-f] [-n N] [--url URL [--token-env VAR]]
+                                 print the last N (100) lines of a backend's log file ([host]
+                                 log_directory), -f to follow it; --url asks a running serve
   import FILE [--prefix-check]   translate a client's MCP configuration (Claude Desktop, Cursor, Claude
                                  Code, VS Code) into [servers.NAME] tables on stdout; the variables
                                  to set and what could not be translated go to stderr
@@ -194,6 +197,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.reloadCmd(rest)
 	case "restart":
 		return c.restartCmd(rest)
+	case "logs":
+		return c.logs(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -42,7 +42,9 @@ func (c *cli) serve(args []string) int {
 	defer signal.Stop(hup)
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		rl.h = h
-		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics, Reload: rl.reload})
+		g, err := gateway.New(h, &gateway.Options{Logger: c.logger.Named("gateway"), Profile: *profile, AllowUnauthenticated: *allowUnauth, Metrics: metrics,
+			Reload: rl.reload, // POST /api/v1/reload, SIGHUP, --watch
+			Logs:   h.Logs})   // GET /api/v1/servers/{name}/logs
 		if err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: %v\n", err)
 			if errors.Is(err, host.ErrUnknownProfile) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/toolhost/toolhost/host"
 )
 
 // The REST API, the dashboard and the server logs share the serve
@@ -32,8 +34,8 @@ const TokenCookie = "toolhost_token"
 // Errors of the REST API.
 var (
 	// ErrNoLogs: the backend has no log file ([host] log_directory unset,
-	// or nothing written yet).
-	ErrNoLogs = errors.New("no log file")
+	// or nothing written yet). It is host.ErrNoLogs.
+	ErrNoLogs = host.ErrNoLogs
 	// ErrForbidden: the operator action needs a client with admin = true.
 	ErrForbidden = errors.New("forbidden: this action needs a [serve.clients.NAME] client with admin = true")
 )
