@@ -95,7 +95,8 @@ func (s *subscriber) run() {
 // Subscribe calls fn with every Event from now on, in the order the host
 // emitted them, on a goroutine of its own (fn may block: events queue up
 // for it). It returns a function that stops delivery and waits for a call
-// of fn in progress to return; it is safe to call more than once. Close
+// of fn in progress to return; it is safe to call more than once, and
+// after Close (then it does nothing). Close
 // stops every subscription.
 func (h *Host) Subscribe(fn func(Event)) (unsubscribe func()) {
 	s := &subscriber{fn: fn, signal: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -111,13 +112,18 @@ func (h *Host) Subscribe(fn func(Event)) (unsubscribe func()) {
 	return func() {
 		once.Do(func() {
 			h.subMu.Lock()
+			found := false
 			for i, x := range h.subs {
 				if x == s {
 					h.subs = append(h.subs[:i:i], h.subs[i+1:]...)
+					found = true
 					break
 				}
 			}
 			h.subMu.Unlock()
+			if !found {
+				return // Close has stopped it already
+			}
 			close(s.stop)
 			<-s.done
 		})

@@ -991,3 +991,19 @@ start = "lazy"
 		t.Errorf("unknown backend: %v, want ErrUnknownBackend", err)
 	}
 }
+
+// TestUnsubscribeAfterClose: the common `defer h.Subscribe(f)()` runs the
+// unsubscribe after Close has stopped every subscriber; it must be a
+// no-op, not a second close of the subscriber's channel (a panic).
+func TestUnsubscribeAfterClose(t *testing.T) {
+	h, err := host.New(context.Background(), &config.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsubscribe := h.Subscribe(func(host.Event) {})
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	unsubscribe()
+	unsubscribe()
+}
