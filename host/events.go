@@ -96,8 +96,7 @@ func (s *subscriber) run() {
 // emitted them, on a goroutine of its own (fn may block: events queue up
 // for it). It returns a function that stops delivery and waits for a call
 // of fn in progress to return; it is safe to call more than once, and
-// after Close (then it does nothing). Close
-// stops every subscription.
+// after Close (then it does nothing). Close stops every subscription.
 func (h *Host) Subscribe(fn func(Event)) (unsubscribe func()) {
 	s := &subscriber{fn: fn, signal: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	h.subMu.Lock()
