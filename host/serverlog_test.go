@@ -77,7 +77,14 @@ restart_backoff = { min = "50ms", max = "100ms" }
 	events.await(t, "restarted", func(ev host.Event) bool {
 		return ev.Backend == "fx" && ev.Kind == host.EventState && ev.State == host.StateReady
 	})
-	unsubscribe() // before Close: Subscribe's unsubscribe panics (close of closed channel) after Close
+	unsubscribe()
+	// Status (served to every REST client and the dashboard) holds the
+	// loss's error with the server's last stderr lines: scrubbed too.
+	for _, st := range h.Status() {
+		if st.Name == "fx" && !strings.Contains(st.LastError, "starting with key [REDACTED]") || strings.Contains(st.LastError, "sk-live-abcdef123456") {
+			t.Fatalf("Status().LastError = %q: want the stderr line, scrubbed", st.LastError)
+		}
+	}
 	path := filepath.Join(logs, "fx.log")
 	want := []string{
 		`fx: stderr: line="starting with key [REDACTED]"`, // stderr, scrubbed

@@ -71,10 +71,13 @@ type BackendStatus struct {
 	Source string `json:"source,omitempty"`
 }
 
-// Status returns a snapshot of every backend, sorted by name.
+// Status returns a snapshot of every backend, sorted by name. Its texts
+// (LastError, HealthError, LastDenial) have the configuration's secrets
+// replaced by "[REDACTED]", as the audit log's (Err is the error itself).
 func (h *Host) Status() []BackendStatus {
 	out := make([]BackendStatus, 0, len(h.all()))
 	now := time.Now()
+	scrub := secretScrubber(h.config())
 	for _, b := range h.all() {
 		b.mu.Lock()
 		st := BackendStatus{Name: b.name, Kind: b.kind, State: b.state, Since: b.since, Tools: len(b.tools),
@@ -127,6 +130,11 @@ func (h *Host) Status() []BackendStatus {
 			b.sandbox.status(&st)
 		case b.kind == KindStdio:
 			st.Sandbox, st.Containment = config.SandboxOff, transport.Containment()
+		}
+		if scrub != nil {
+			// A server's last stderr lines are in its errors: they may
+			// echo a secret of the configuration (its env).
+			st.LastError, st.HealthError, st.LastDenial = scrub.Replace(st.LastError), scrub.Replace(st.HealthError), scrub.Replace(st.LastDenial)
 		}
 		out = append(out, st)
 	}
