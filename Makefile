@@ -69,8 +69,9 @@ run: build plugins tsclient
 	  root=$${url%/mcp}; \
 	  echo; echo '== the dashboard and the REST API of that toolhost serve'; \
 	  echo "dashboard: $$root/ (live while serve runs; keep one with: ./$(BIN)/toolhost serve --listen 127.0.0.1:8080, then open http://127.0.0.1:8080/)"; \
-	  echo "$$ curl -s $$root/api/v1/audit?limit=1   (the record of the call above)"; \
-	  curl -sS --fail-with-body --max-time 10 "$$root/api/v1/audit?limit=1" || rc=1; \
+	  echo "$$ curl -s $$root/api/v1/mcp/invoke -d '{\"server_id\":\"fixture\",\"tool_name\":\"add\",\"params\":{\"a\":2,\"b\":40}}'"; \
+	  curl -sS --fail-with-body --max-time 30 -H 'Content-Type: application/json' "$$root/api/v1/mcp/invoke" \
+	    -d '{"server_id":"fixture","tool_name":"add","params":{"a":2,"b":40}}' || rc=1; \
 	  kill -TERM $$pid; wait $$pid; exit $$rc
 
 ## tsclient: the TypeScript SDK client that make run and the gateway tests drive toolhost serve with

@@ -82,6 +82,7 @@ func (c *cli) serve(args []string) int {
 			return exitUsage
 		}
 		fmt.Fprintf(c.stderr, "toolhost: serving MCP (Streamable HTTP) at http://%s/mcp\n", ln.Addr())
+		fmt.Fprintf(c.stderr, "toolhost: dashboard at http://%s/, REST API at http://%s/api/v1 (OpenAPI: /api/v1/openapi.json)\n", ln.Addr(), ln.Addr())
 		if err := g.Serve(ctx, ln); err != nil {
 			fmt.Fprintf(c.stderr, "toolhost: serve: %v\n", err)
 			if errors.Is(err, gateway.ErrUnauthenticated) {
