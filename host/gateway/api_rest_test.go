@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -523,6 +524,21 @@ func TestRESTAPI(t *testing.T) {
 		}
 	}
 
+	// The dashboard's audit records and the logs (no log directory here),
+	// validated against the document like the rest.
+	const audit, logs = "/api/v1/audit", "/api/v1/servers/{name}/logs"
+	c.do(apiCall{"audit", apiRoot, "GET", audit + "?limit=5", audit, "", 200})
+	c.do(apiCall{"audit of own client", apiAlice, "GET", audit + "?client=alice&outcome=ok", audit, "", 200})
+	if m := c.do(apiCall{"audit of another client", apiAlice, "GET", audit + "?client=root", audit, "", 403}); errKind(m) != "forbidden" {
+		t.Errorf("a non-admin reading another client's records: %v", m)
+	}
+	c.do(apiCall{"audit bad limit", apiRoot, "GET", audit + "?limit=0", audit, "", 400})
+	if m := c.do(apiCall{"logs without log_directory", apiRoot, "GET", "/api/v1/servers/fx/logs", logs, "", 404}); errKind(m) != "no_logs" {
+		t.Errorf("logs without [host] log_directory: %v", m)
+	}
+	c.do(apiCall{"logs of an unknown backend", apiRoot, "GET", "/api/v1/servers/nope/logs?tail=5", logs, "", 404})
+	c.do(apiCall{"logs bad tail", apiRoot, "GET", "/api/v1/servers/fx/logs?tail=100001", logs, "", 400})
+
 	// Every route of the API was run (the logs and dashboard routes are
 	// their own files').
 	for _, r := range []string{"GET " + oa, "GET " + tools, "GET " + tool, "POST " + invoke, "GET " + cb, "GET " + metrics, "GET " + status, "POST " + reload,
@@ -735,4 +751,45 @@ func TestInvokeMaxConcurrent(t *testing.T) {
 		t.Errorf("over max_concurrent: %v", m)
 	}
 	c.do(apiCall{"another client", "alice-token-0123456789", "POST", invoke, invoke, `{"name":"fx__echo","params":{"text":"x"}}`, 200})
+}
+
+// TestOpenAPISchemasMatchTypes: the document's schemas of the host's own
+// types have exactly their JSON members, so a field added in Go (and
+// answered by /api/v1/status or /api/v1/audit) cannot go undocumented, or
+// be refused by a client that validates against a schema with
+// additionalProperties false.
+func TestOpenAPISchemasMatchTypes(t *testing.T) {
+	raw, err := os.ReadFile("openapi/api.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{"AuditRecord": host.AuditRecord{}, "BackendStatus": host.BackendStatus{}} {
+		var want []string
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if tag != "" && tag != "-" {
+				want = append(want, tag)
+			}
+		}
+		var got []string
+		for p := range doc.Components.Schemas[name].Properties {
+			got = append(got, p)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("components.schemas.%s has %v; host.%s's JSON members are %v", name, got, name, want)
+		}
+	}
 }
