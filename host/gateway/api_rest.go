@@ -785,9 +785,3 @@ func jsonBodyLimit(next http.Handler, max int64) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-// notYet answers 501: the stubs of the skeleton's other files use it
-// until they are built.
-func notYet(w http.ResponseWriter, _ *http.Request) {
-	WriteError(w, http.StatusNotImplemented, kindNotImplemented, "not implemented yet")
-}
