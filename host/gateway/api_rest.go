@@ -433,7 +433,7 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 		args = req.Params
 	}
 	var rec host.AuditRecord
-	ctx := host.WithCallRecord(host.WithClient(r.Context(), c.Client), &rec)
+	ctx := host.WithCallRecord(host.WithClient(tracedHTTP(r), c.Client), &rec)
 	start := time.Now()
 	res, err := v.CallTool(ctx, name, args)
 	resp := InvokeResponse{CorrelationID: req.CorrelationID, CompletedAt: time.Now().UTC(),

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -25,4 +26,20 @@ func traced(ctx context.Context, meta mcp.Meta, ss *mcp.ServerSession) context.C
 		ctx = otelx.WithSession(ctx, ss.ID())
 	}
 	return ctx
+}
+
+// tracedHTTP is traced for a REST request: the W3C trace context is in its
+// traceparent and tracestate headers (W3C Trace Context, section 3), with
+// the same bounds.
+func tracedHTTP(r *http.Request) context.Context {
+	if !otelx.Enabled() {
+		return r.Context()
+	}
+	meta := map[string]any{}
+	for _, k := range []string{otelx.MetaTraceParent, otelx.MetaTraceState} {
+		if v := r.Header.Values(k); len(v) == 1 {
+			meta[k] = v[0]
+		}
+	}
+	return otelx.FromMeta(r.Context(), meta)
 }

@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -121,5 +123,58 @@ func TestTraceparentContinued(t *testing.T) {
 		if !seen[rec.TraceID] || i > 0 && rec.TraceID == clientTrace {
 			t.Errorf("audit record %d: trace_id %q, not its span's", i, rec.TraceID)
 		}
+	}
+}
+
+// TestTraceparentREST: a REST invoke continues the W3C trace context of
+// its traceparent and tracestate headers; a malformed or repeated header
+// starts a new trace and never fails the call.
+func TestTraceparentREST(t *testing.T) {
+	r, flush := tracing(t)
+	f := start(t, testConfig)
+	url := strings.TrimSuffix(serveLoopback(t, f), "/mcp")
+	const (
+		clientTrace = "4bf92f3577b34da6a3ce929d0e0e4737"
+		clientSpan  = "00f067aa0ba902b8"
+	)
+	good := "00-" + clientTrace + "-" + clientSpan + "-01"
+	for i, hdr := range [][]string{{good}, {"<script>"}, {good, good}, {strings.Repeat("0", 4096)}} {
+		req, _ := http.NewRequest("POST", url+"/api/v1/mcp/invoke", strings.NewReader(`{"name":"fx__echo","params":{"text":"traced"}}`))
+		req.Header.Set("Authorization", "Bearer bob-token-0123456789ab")
+		req.Header.Set("Content-Type", "application/json")
+		for _, v := range hdr {
+			req.Header.Add("traceparent", v)
+		}
+		if i == 0 {
+			req.Header.Set("tracestate", "vendor=rest")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("invoke %d: %s %s", i, resp.Status, body)
+		}
+	}
+	flush()
+	spans := r.Named("tools/call fx__echo")
+	if len(spans) != 4 {
+		t.Fatalf("%d spans, want 4", len(spans))
+	}
+	continued := 0
+	for _, s := range spans {
+		if s.TraceID() == clientTrace {
+			continued++
+			if s.ParentID() != clientSpan || s.TraceState != "vendor=rest" || s.Attrs["toolhost.client"] != "bob" {
+				t.Errorf("continued span: parent %q, tracestate %q, attributes %v", s.ParentID(), s.TraceState, s.Attrs)
+			}
+		} else if len(s.ParentSpanId) != 0 {
+			t.Errorf("a bad traceparent header: span has parent %q", s.ParentID())
+		}
+	}
+	if continued != 1 {
+		t.Errorf("%d spans in the client's trace, want 1", continued)
 	}
 }
