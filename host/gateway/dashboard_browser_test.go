@@ -201,6 +201,24 @@ admin = true
 	}
 	t.Logf("restart button: %s", notice)
 
+	// Disable, then enable, a backend from its row: the row follows over
+	// SSE, and offers only the action that applies.
+	display := func(action string) string {
+		return eval(`getComputedStyle(document.querySelector('#backends tr[data-backend="echo"] button[data-action="` + action + `"]')).display === 'none' ? 'hidden' : 'shown'`)
+	}
+	echoState := `document.querySelector('#backends tr[data-backend="echo"] td.state').textContent`
+	if display("enable") != "hidden" || display("disable") != "shown" {
+		t.Errorf("a ready backend's row: enable %s, disable %s; want only disable", display("enable"), display("disable"))
+	}
+	for _, step := range []struct{ action, state, hidden string }{{"disable", "disabled", "disable"}, {"enable", "ready", "enable"}} {
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#backends tr[data-backend="echo"] button[data-action="`+step.action+`"]`))); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, waitTimeout, func() bool {
+			return eval(echoState) == step.state && display(step.hidden) == "hidden"
+		}, "echo's row after "+step.action+": "+eval(echoState))
+	}
+
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)

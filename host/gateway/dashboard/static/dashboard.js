@@ -61,6 +61,7 @@
     cell(tr, 'name', st.name);
     cell(tr, 'kind', st.kind);
     cell(tr, 'state', st.state).className = 'state state-' + st.state;
+    tr.dataset.state = st.state;
     cell(tr, 'health', st.health + (st.health_error ? ': ' + st.health_error : ''));
     cell(tr, 'circuit', st.circuit + (st.open_tools ? ' (' + st.open_tools.length + ' tools open)' : ''));
     cell(tr, 'restarts', st.restarts).classList.add('num');
