@@ -378,9 +378,10 @@ func (h *Host) build() error {
 			// A sandboxed server's Launcher is made at its first start
 			// and kept across restarts (see serverSandbox).
 			b.sandbox = newServerSandbox(h.config(), s, b.logger)
+			redact := scrubFunc(h.config()) // the server's stderr quoted in its errors
 			b.newTr = func(onChange func(transport.ListKind)) transport.Transport {
 				opts := &transport.StdioOptions{Logger: b.logger, TerminateGrace: h.opts.TerminateGrace, OnListChanged: onChange,
-					MaxLineLength: maxLine, StrictStdout: strict, Features: features}
+					MaxLineLength: maxLine, StrictStdout: strict, Features: features, Redact: redact}
 				if b.sandbox != nil {
 					l, err := b.sandbox.get()
 					if err != nil {

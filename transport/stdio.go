@@ -41,6 +41,13 @@ type StdioOptions struct {
 	// the transport's own diagnostics. Default: a null logger.
 	Logger hclog.Logger
 
+	// Redact, when set, is applied to each stderr line the transport keeps
+	// for its errors (the last lines, quoted when the server dies: "last
+	// stderr: ..."), before it is cut to 200 bytes, so that a secret the
+	// server echoes (from its env) does not travel in an error. The host
+	// sets it to replace the configuration's secrets. Default: none.
+	Redact func(string) string
+
 	// TerminateGrace is how long Close waits at each step of the shutdown
 	// escalation (close stdin, then SIGTERM, then SIGKILL, each sent to the
 	// whole process group). Default 2s.

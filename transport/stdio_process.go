@@ -180,6 +180,9 @@ func (s *Stdio) readStderr() {
 				}
 			}
 			s.logger.Info("stderr", "line", text)
+			if s.opts.Redact != nil {
+				text = s.opts.Redact(text)
+			}
 			s.tailMu.Lock()
 			if len(text) > 200 {
 				text = text[:200] + "…"

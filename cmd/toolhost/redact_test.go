@@ -35,3 +35,28 @@ command = "@FIXTURE@"
 		}
 	}
 }
+
+// TestEnvSecretsRedactedInLogs: a server that writes a secret of its env
+// to stderr and dies has its stderr lines and its loss (which quotes the
+// last lines) logged; neither the log on stderr nor status shows the
+// secret.
+func TestEnvSecretsRedactedInLogs(t *testing.T) {
+	t.Setenv("TEST_API_KEY", "sk-live-0123456789abcdef")
+	cfg := writeConfig(t, `
+[servers.leaky]
+command = "/bin/sh"
+args = ["-c", "echo \"using key $API_KEY\" >&2; exit 3"]
+env = { API_KEY = "${TEST_API_KEY}" }
+max_restarts = 0
+`)
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"call", "leaky__echo"}} {
+		_, stdout, stderr := runCLI(append([]string{"--config", cfg, "--log-level", "trace"}, args...)...)
+		out := stdout + stderr
+		if strings.Contains(out, "sk-live-0123456789abcdef") {
+			t.Errorf("toolhost %s shows the env secret:\n%s", strings.Join(args, " "), out)
+		}
+		if !strings.Contains(out, "using key [REDACTED]") {
+			t.Errorf("toolhost %s: the server's stderr line should still be there, scrubbed:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -107,6 +108,7 @@ type cli struct {
 	configPath     string
 	logLevel       string
 	logger         hclog.Logger
+	logOut         *scrubWriter // the logger's output: secrets of the loaded configuration scrubbed
 	// serving, set by toolhost serve, makes withHost build a Host for a
 	// gateway (gateway.Relay) counting in these metrics: no elicitation
 	// on stdin.
@@ -153,7 +155,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if level == hclog.NoLevel {
 		return c.usageError(fmt.Sprintf("unknown --log-level %q", c.logLevel))
 	}
-	c.logger = hclog.New(&hclog.LoggerOptions{Name: "toolhost", Level: level, Output: stderr})
+	c.logOut = &scrubWriter{w: stderr}
+	c.logger = hclog.New(&hclog.LoggerOptions{Name: "toolhost", Level: level, Output: c.logOut})
 
 	cmd := fs.Arg(0)
 	switch cmd {
@@ -298,6 +301,9 @@ func (c *cli) loadConfig() (*config.Config, int) {
 		}
 		fmt.Fprintf(c.stderr, "toolhost: invalid configuration:\n%v\n", err)
 		return nil, exitUsage
+	}
+	if c.logOut != nil {
+		c.logOut.set(host.SecretScrubber(cfg))
 	}
 	return cfg, exitOK
 }
@@ -451,4 +457,32 @@ func effective(own, def config.Duration) config.Duration {
 		return own
 	}
 	return def
+}
+
+// scrubWriter is the CLI logger's output: every log line (hclog writes one
+// entry per Write) has the loaded configuration's secrets replaced, so a
+// server that echoes its env to stderr (logged, and quoted when it dies)
+// does not put a secret in the terminal or the service's journal.
+type scrubWriter struct {
+	w     io.Writer
+	scrub atomic.Pointer[func(string) string]
+}
+
+func (s *scrubWriter) set(f func(string) string) {
+	if f == nil {
+		s.scrub.Store(nil)
+		return
+	}
+	s.scrub.Store(&f)
+}
+
+func (s *scrubWriter) Write(p []byte) (int, error) {
+	f := s.scrub.Load()
+	if f == nil {
+		return s.w.Write(p)
+	}
+	if _, err := io.WriteString(s.w, (*f)(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
