@@ -31,6 +31,10 @@ type profileServer struct {
 	prompts   map[string]string
 	resources map[string]string
 	templates map[string]string
+	// dupLogged holds the duplicate resources and templates already
+	// warned about (kind, URI and the skipped backend), so that every
+	// resync does not warn again; bounded by the backends' lists.
+	dupLogged map[[3]string]bool
 
 	levels  logLevels   // the clients' logging/setLevel
 	pending *pendingSet // calls of 2026-07-28 clients between rounds (mrtr.go)
@@ -164,7 +168,9 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 			if seen[r.URI] {
 				// Two backends list one URI: the first (by backend
 				// name) serves it.
-				logger.Warn("resource listed by more than one backend; serving the first", "uri", r.URI, "skipped", r.Backend)
+				if ps.firstDup("resource", r.URI, r.Backend) {
+					logger.Warn("resource listed by more than one backend; serving the first", "uri", r.URI, "skipped", r.Backend)
+				}
 				continue
 			}
 			seen[r.URI] = true
@@ -192,7 +198,9 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 		seen := map[string]bool{}
 		for _, t := range templates {
 			if seen[t.URITemplate] {
-				logger.Warn("resource template listed by more than one backend; serving the first", "uriTemplate", t.URITemplate, "skipped", t.Backend)
+				if ps.firstDup("template", t.URITemplate, t.Backend) {
+					logger.Warn("resource template listed by more than one backend; serving the first", "uriTemplate", t.URITemplate, "skipped", t.Backend)
+				}
 				continue
 			}
 			fp := t.Backend + "\x00" + fingerprint(t.ResourceTemplate)
@@ -443,4 +451,18 @@ func (r *relay) stop() {
 	close(r.queue)
 	r.mu.Unlock()
 	<-r.done
+}
+
+// firstDup reports whether a duplicate (kind, uri, skipped backend) is
+// seen for the first time. The caller holds ps.mu (sync).
+func (ps *profileServer) firstDup(kind, uri, backend string) bool {
+	k := [3]string{kind, uri, backend}
+	if ps.dupLogged[k] {
+		return false
+	}
+	if ps.dupLogged == nil {
+		ps.dupLogged = map[[3]string]bool{}
+	}
+	ps.dupLogged[k] = true
+	return true
 }
