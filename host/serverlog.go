@@ -35,13 +35,6 @@ func (h *Host) openLogs(cfg *config.Config) error {
 	return nil
 }
 
-// SecretScrubber returns a function that replaces every secret of cfg
-// (the values of servers' env and headers, plugins' config and client
-// tokens, of 4 bytes or more) in a text with "[REDACTED]", as the audit
-// log, the log files and Status do; nil when cfg has none. For a program
-// that logs what a server wrote (its stderr) somewhere of its own.
-func SecretScrubber(cfg *config.Config) func(string) string { return scrubFunc(cfg) }
-
 // scrubFunc is the audit's scrubber of configuration secrets as a
 // function (nil when there are none).
 func scrubFunc(cfg *config.Config) func(string) string {

@@ -41,11 +41,12 @@ type StdioOptions struct {
 	// the transport's own diagnostics. Default: a null logger.
 	Logger hclog.Logger
 
-	// Redact, when set, is applied to each stderr line the transport keeps
-	// for its errors (the last lines, quoted when the server dies: "last
-	// stderr: ..."), before it is cut to 200 bytes, so that a secret the
-	// server echoes (from its env) does not travel in an error. The host
-	// sets it to replace the configuration's secrets. Default: none.
+	// Redact, when set, is applied to each line of the child's stderr
+	// before it is logged and kept for the transport's errors (the last
+	// lines, quoted when the server dies: "last stderr: ..."), so that a
+	// secret the server echoes (from its env) reaches neither a log nor an
+	// error a client sees. The host sets it to replace the configuration's
+	// secrets. Default: none.
 	Redact func(string) string
 
 	// TerminateGrace is how long Close waits at each step of the shutdown

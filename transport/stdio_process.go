@@ -179,10 +179,10 @@ func (s *Stdio) readStderr() {
 					_, isPrefix, err = r.ReadLine()
 				}
 			}
-			s.logger.Info("stderr", "line", text)
 			if s.opts.Redact != nil {
 				text = s.opts.Redact(text)
 			}
+			s.logger.Info("stderr", "line", text)
 			s.tailMu.Lock()
 			if len(text) > 200 {
 				text = text[:200] + "…"

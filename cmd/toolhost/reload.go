@@ -30,9 +30,6 @@ type reloader struct {
 	path   string // as the CLI loaded it (--config, $TOOLHOST_CONFIG or ./toolhost.toml)
 	h      *host.Host
 	logger hclog.Logger
-	// applied, when set, is told each configuration applied (the CLI's
-	// log output scrubs its secrets).
-	applied func(*config.Config)
 
 	mu  sync.Mutex
 	sum [sha256.Size]byte // of the bytes last read (by a reload, or at start)
@@ -79,9 +76,6 @@ func (r *reloader) reload(ctx context.Context) (host.ApplyReport, error) {
 	rep, err := r.h.Apply(ctx, cfg)
 	if err != nil {
 		return rep, err
-	}
-	if r.applied != nil {
-		r.applied(cfg)
 	}
 	for _, key := range notReloaded(old, cfg) {
 		r.logger.Warn("changed, but not applied until toolhost serve is restarted", "key", key)

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -108,7 +107,6 @@ type cli struct {
 	configPath     string
 	logLevel       string
 	logger         hclog.Logger
-	logOut         *scrubWriter // the logger's output: secrets of the loaded configuration scrubbed
 	// serving, set by toolhost serve, makes withHost build a Host for a
 	// gateway (gateway.Relay) counting in these metrics: no elicitation
 	// on stdin.
@@ -155,8 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if level == hclog.NoLevel {
 		return c.usageError(fmt.Sprintf("unknown --log-level %q", c.logLevel))
 	}
-	c.logOut = &scrubWriter{w: stderr}
-	c.logger = hclog.New(&hclog.LoggerOptions{Name: "toolhost", Level: level, Output: c.logOut})
+	c.logger = hclog.New(&hclog.LoggerOptions{Name: "toolhost", Level: level, Output: stderr})
 
 	cmd := fs.Arg(0)
 	switch cmd {
@@ -301,9 +298,6 @@ func (c *cli) loadConfig() (*config.Config, int) {
 		}
 		fmt.Fprintf(c.stderr, "toolhost: invalid configuration:\n%v\n", err)
 		return nil, exitUsage
-	}
-	if c.logOut != nil {
-		c.logOut.set(host.SecretScrubber(cfg))
 	}
 	return cfg, exitOK
 }
@@ -457,32 +451,4 @@ func effective(own, def config.Duration) config.Duration {
 		return own
 	}
 	return def
-}
-
-// scrubWriter is the CLI logger's output: every log line (hclog writes one
-// entry per Write) has the loaded configuration's secrets replaced, so a
-// server that echoes its env to stderr (logged, and quoted when it dies)
-// does not put a secret in the terminal or the service's journal.
-type scrubWriter struct {
-	w     io.Writer
-	scrub atomic.Pointer[func(string) string]
-}
-
-func (s *scrubWriter) set(f func(string) string) {
-	if f == nil {
-		s.scrub.Store(nil)
-		return
-	}
-	s.scrub.Store(&f)
-}
-
-func (s *scrubWriter) Write(p []byte) (int, error) {
-	f := s.scrub.Load()
-	if f == nil {
-		return s.w.Write(p)
-	}
-	if _, err := io.WriteString(s.w, (*f)(string(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/gateway"
 )
@@ -38,7 +37,6 @@ func (c *cli) serve(args []string) int {
 	// the backends start; a SIGHUP during the start is kept (instead of
 	// killing serve) and reloads once the gateway serves.
 	rl := newReloader(c.configFile(), nil, c.logger.Named("reload"))
-	rl.applied = func(cfg *config.Config) { c.logOut.set(host.SecretScrubber(cfg)) }
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
