@@ -438,18 +438,30 @@ startup_timeout = "5m"
 write_timeout = "1s"
 `)
 	u := base(t, f)
-	for range gateway.MaxEventStreams {
-		dialRaw(t, u, "/api/v1/events")
+	for i := range gateway.MaxEventStreams {
+		// Each stream holds its place once its answer has begun.
+		c := dialRaw(t, u, "/api/v1/events")
+		_ = c.SetReadDeadline(time.Now().Add(waitTimeout))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+			t.Fatalf("stream %d: %q, %v", i+1, line, err)
+		}
 	}
+	last := ""
 	status := func() int {
 		resp, err := http.Get(u + "/api/v1/events")
 		if err != nil {
 			t.Fatal(err)
 		}
+		body := make([]byte, 512)
+		n, _ := io.ReadAtLeast(resp.Body, body, 1)
 		resp.Body.Close()
+		last = resp.Status + " " + string(body[:n])
 		return resp.StatusCode
 	}
-	testutil.Eventually(t, waitTimeout, func() bool { return status() == http.StatusTooManyRequests }, "stream", gateway.MaxEventStreams+1, "is not refused")
+	if code := status(); code != http.StatusTooManyRequests {
+		t.Fatalf("stream %d is not refused: %s", gateway.MaxEventStreams+1, last)
+	}
 
 	// Events pile up for the readers that never read: 4 KiB each.
 	big := strings.Repeat("e", 2<<10)
