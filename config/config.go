@@ -53,6 +53,11 @@ type Config struct {
 	// Serve configures `toolhost serve`, the MCP gateway ([serve]).
 	Serve Serve `toml:"serve"`
 
+	// Store is where the host keeps its state: the audit trail, grants,
+	// rate limit buckets, idempotency results, tool pins, breaker state
+	// ([store]; see store.go).
+	Store Store `toml:"store"`
+
 	// Path is the absolute path of the file the configuration was loaded
 	// from; empty when loaded from bytes without a name.
 	Path string `toml:"-"`

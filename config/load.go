@@ -165,8 +165,10 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 			named(l, top[k], key, cfg.Profiles, func(name string, line int) *Profile { return &Profile{Name: name, Line: line} })
 		case "serve":
 			l.table(top[k], key, reflect.ValueOf(&cfg.Serve).Elem())
+		case "store":
+			l.table(top[k], key, reflect.ValueOf(&cfg.Store).Elem())
 		default:
-			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "serve", "servers", "tools"})
+			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "serve", "servers", "store", "tools"})
 		}
 	}
 	// Safety net: the walk above reports unknown keys itself (it decodes key

@@ -10,7 +10,8 @@ import (
 )
 
 // Duration is a time.Duration written in TOML as a Go duration string
-// ("250ms", "5s", "1m30s"). Negative durations are rejected.
+// ("250ms", "5s", "1m30s"), or a whole number of days ("90d"). Negative
+// durations are rejected.
 type Duration time.Duration
 
 // Std returns d as a time.Duration.
@@ -21,9 +22,18 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 // UnmarshalText parses a duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
+	str := strings.TrimSpace(string(b))
+	var v time.Duration
+	var err error
+	if days, ok := strings.CutSuffix(str, "d"); ok {
+		var n int64
+		n, err = strconv.ParseInt(days, 10, 32)
+		v = time.Duration(n) * 24 * time.Hour
+	} else {
+		v, err = time.ParseDuration(str)
+	}
 	if err != nil {
-		return fmt.Errorf("invalid duration %q: want a number with a unit, like \"30s\" or \"500ms\"", b)
+		return fmt.Errorf("invalid duration %q: want a number with a unit, like \"30s\", \"500ms\" or \"90d\"", b)
 	}
 	if v < 0 {
 		return fmt.Errorf("invalid duration %q: must not be negative", b)

@@ -60,6 +60,7 @@ func (l *loader) validate(cfg *Config) {
 	l.logFiles(h)
 	l.roots(toml.Key{"host", "roots"}, h.Roots)
 	l.hostSandbox(h)
+	l.validateStore(&cfg.Store)
 
 	// Names: unique across servers and plugins, reported on the later one.
 	type backend struct {

@@ -21,7 +21,11 @@ import (
 //	denied               403     ErrToolNotAllowed, ErrPromptNotAllowed, ErrResourceNotAllowed, ErrUnknownProfile
 //	unknown_tool         404     ErrUnknownTool
 //	disabled             409     ErrToolDisabled (Host.DisableTool), ErrBackendDisabled (Host.Disable, enabled = false)
-//	rate_limited         429     (the gateway's: a client at its max_concurrent; the rate limits of issue 25)
+//	grant_required       403     ErrGrantRequired: the tool needs a grant (or an approval) the caller does not have
+//	rate_limited         429     ErrRateLimited: a rate limit, or a gateway client at its max_concurrent
+//	tool_changed         409     ErrToolChanged: the tool's definition changed since it was approved (quarantined)
+//	idempotency_conflict 409     ErrIdempotencyConflict: an idempotency key reused with other arguments
+//	store_unavailable    503     ErrStoreUnavailable: the store could not answer what the call depends on
 //	canceled             499     context.Canceled: the caller went away (nginx's "client closed request")
 //	tool_error           500     the tool ran and returned isError (a result, not an error)
 //	backend_error        502     any other failure of the backend: ErrConnectionLost, ErrInvalidOutput, ErrOutputTooLarge, a protocol error
@@ -34,19 +38,23 @@ import (
 // got an invalid response from the server it called); a tool that failed
 // on its own account (tool_error) is 500.
 const (
-	KindBadRequest         = "bad_request"
-	KindInvalidArguments   = "invalid_arguments"
-	KindDenied             = "denied"
-	KindUnknownTool        = "unknown_tool"
-	KindDisabled           = "disabled"
-	KindRateLimited        = "rate_limited"
-	KindCanceled           = "canceled"
-	KindToolError          = "tool_error"
-	KindBackendError       = "backend_error"
-	KindBackendUnavailable = "backend_unavailable"
-	KindCircuitOpen        = "circuit_open"
-	KindClosed             = "closed"
-	KindTimeout            = "timeout"
+	KindBadRequest          = "bad_request"
+	KindInvalidArguments    = "invalid_arguments"
+	KindDenied              = "denied"
+	KindUnknownTool         = "unknown_tool"
+	KindDisabled            = "disabled"
+	KindRateLimited         = "rate_limited"
+	KindGrantRequired       = "grant_required"
+	KindToolChanged         = "tool_changed"
+	KindIdempotencyConflict = "idempotency_conflict"
+	KindStoreUnavailable    = "store_unavailable"
+	KindCanceled            = "canceled"
+	KindToolError           = "tool_error"
+	KindBackendError        = "backend_error"
+	KindBackendUnavailable  = "backend_unavailable"
+	KindCircuitOpen         = "circuit_open"
+	KindClosed              = "closed"
+	KindTimeout             = "timeout"
 )
 
 // MetaErrorKind is the _meta key (MCP 2025-11-25 basic, "_meta": a
@@ -73,6 +81,16 @@ func ErrorKind(err error) string {
 	case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed),
 		errors.Is(err, ErrResourceNotAllowed), errors.Is(err, ErrUnknownProfile):
 		return KindDenied
+	case errors.Is(err, ErrGrantRequired):
+		return KindGrantRequired
+	case errors.Is(err, ErrRateLimited):
+		return KindRateLimited
+	case errors.Is(err, ErrToolChanged):
+		return KindToolChanged
+	case errors.Is(err, ErrIdempotencyConflict):
+		return KindIdempotencyConflict
+	case errors.Is(err, ErrStoreUnavailable):
+		return KindStoreUnavailable
 	// Before unavailable: a disabled backend's calls wrap both.
 	case errors.Is(err, ErrToolDisabled), errors.Is(err, ErrBackendDisabled):
 		return KindDisabled
@@ -102,11 +120,11 @@ func HTTPStatus(kind string) int {
 	switch kind {
 	case KindBadRequest, KindInvalidArguments:
 		return http.StatusBadRequest
-	case KindDenied:
+	case KindDenied, KindGrantRequired:
 		return http.StatusForbidden
 	case KindUnknownTool:
 		return http.StatusNotFound
-	case KindDisabled:
+	case KindDisabled, KindToolChanged, KindIdempotencyConflict:
 		return http.StatusConflict
 	case KindRateLimited:
 		return http.StatusTooManyRequests
@@ -114,7 +132,7 @@ func HTTPStatus(kind string) int {
 		return StatusClientClosedRequest
 	case KindBackendError:
 		return http.StatusBadGateway
-	case KindBackendUnavailable, KindCircuitOpen, KindClosed:
+	case KindBackendUnavailable, KindCircuitOpen, KindClosed, KindStoreUnavailable:
 		return http.StatusServiceUnavailable
 	case KindTimeout:
 		return http.StatusGatewayTimeout

@@ -55,6 +55,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host/store"
 	"github.com/toolhost/toolhost/internal/serverlog"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -153,6 +154,15 @@ type Options struct {
 	// transport.DefaultTokenDir (os.UserConfigDir()/toolhost/tokens).
 	TokenStore transport.TokenStore
 
+	// Store is where the host keeps its state (audit trail, grants, rate
+	// limit buckets, idempotency results, tool pins, breaker state; see
+	// host/store). The caller opens and closes it; the host flushes what it
+	// queued for it when it is closed. Nil (the default): the host opens
+	// the configuration's [store] url itself when it first needs it (and
+	// closes it in Close), or, without one, an in-memory SQLite database
+	// whose state lasts as long as the Host.
+	Store *store.DB
+
 	// Authorize, when set, completes the OAuth authorization-code grant
 	// of a server that needs one (no token, or a step-up): it is given
 	// the authorization URL and returns the redirect's code and state (a
@@ -195,6 +205,8 @@ type Host struct {
 	pipe pipelines
 
 	audit *auditor
+	// state is the host's store (state.go).
+	state stateStore
 	// noValidate turns argument and output validation off (benchmarks).
 	noValidate bool
 
@@ -596,6 +608,10 @@ func (h *Host) Close() error {
 		if err := c(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// After the closers: the audit writer flushes into the store there.
+	if err := h.closeStore(); err != nil {
+		errs = append(errs, err)
 	}
 	h.closeSubscribers()
 	return errors.Join(errs...)

@@ -25,8 +25,12 @@ import (
 //	trace      layer_trace.go      x    x         the op's OpenTelemetry span (when tracing is on), the parent of what runs below
 //	audit      layer_audit.go      x    x         the record of the attempt (refusals by the layers below too), written when it ends
 //	resolve    layer_resolve.go    x    x         catalogue name (or URI) → backend; waits for a backend coming up; unknown names refused
+//	pin        layer_pin.go        x              a quarantined tool (its definition changed since approved) refused
 //	policy     layer_policy.go     x    x    x    [policy], the profile, its requires; a list filtered on the way back
+//	grant      layer_grant.go      x              a tool that needs a grant: the caller's live grant, or an approval asked for
+//	rate       layer_rate.go       x              the caller's, profile's and tool's rate limits
 //	validate   layer_validate.go   x              arguments against inputSchema; on the way back max_output and outputSchema
+//	idempotency layer_idempotency.go x            a call made again with its idempotency key gets the first one's result
 //	fallback   layer_fallback.go   x              a failed call's [tools.NAME] fallback, through the whole pipeline again
 //	breaker    layer_breaker.go    x              the backend's and the tool's circuit breakers
 //	deadline   layer_deadline.go   x    x    x    the one deadline of the attempt (the backend's timeout from the call's start), set by the host
@@ -227,7 +231,7 @@ type layer func(h *Host, next handler) handler
 // table above): upper runs on the catalogue's account, lower on one
 // backend's.
 var (
-	callUpper = []layer{traceLayer, auditCallLayer, resolveCallLayer, policyCallLayer, validateLayer, fallbackLayer}
+	callUpper = []layer{traceLayer, auditCallLayer, resolveCallLayer, pinLayer, policyCallLayer, grantLayer, rateLayer, validateLayer, idempotencyLayer, fallbackLayer}
 	callLower = []layer{breakerLayer, deadlineLayer, retryLayer}
 	itemUpper = []layer{traceLayer, auditItemLayer, resolveItemLayer, policyItemLayer}
 	listUpper = []layer{policyListLayer}

@@ -1,0 +1,99 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/toolhost/toolhost/host/store"
+)
+
+// State that survives a restart and is shared by replicas (issue 25): the
+// host keeps it in a store (host/store), through the pipeline's pin, grant,
+// rate and idempotency layers, the audit layer's writer and the breaker
+// layer. This file has the errors those layers return and the host's handle
+// on its store.
+
+var (
+	// ErrGrantRequired: the tool needs a grant ([tools.NAME] grant =
+	// "required" or "ask", [policy] require_grant) and the caller (its
+	// client or profile) has no live one, or an approval asked for was
+	// declined or not answered in time. Kind grant_required, HTTP 403,
+	// exit code 4.
+	ErrGrantRequired = errors.New("grant required")
+
+	// ErrRateLimited: the caller is over a rate limit ([serve.clients.NAME],
+	// [profiles.NAME] or [tools.NAME] rate), or a client at its
+	// max_concurrent. Kind rate_limited, HTTP 429 with Retry-After.
+	ErrRateLimited = errors.New("rate limited")
+
+	// ErrToolChanged: the tool's definition differs from the one approved
+	// (tool-definition pinning): it is quarantined until approved again
+	// (toolhost approve). Kind tool_changed, HTTP 409.
+	ErrToolChanged = errors.New("tool definition changed")
+
+	// ErrIdempotencyConflict: an idempotency key was used again with other
+	// arguments (or for another tool). Kind idempotency_conflict, HTTP 409.
+	ErrIdempotencyConflict = errors.New("idempotency key reused with different arguments")
+
+	// ErrStoreUnavailable: the store could not answer a question a call
+	// depends on (a grant, a shared rate limit, an idempotency key) within
+	// its bound; the call is refused rather than let through. Kind
+	// store_unavailable, HTTP 503.
+	ErrStoreUnavailable = errors.New("store unavailable")
+)
+
+// stateStore is the Host's handle on its store: Options.Store, else the
+// [store] url of the configuration, else an in-memory SQLite database,
+// opened at the first need (db).
+type stateStore struct {
+	mu     sync.Mutex
+	db     *store.DB
+	own    bool  // opened by the host: closed by Host.Close
+	err    error // the last failure to open it
+	memory bool  // memory-only mode: [store] required = false and the store could not be opened, or no store configured
+}
+
+// db returns the host's store, opening it at the first call (see
+// stateStore). Errors wrap ErrStoreUnavailable.
+func (h *Host) db(ctx context.Context) (*store.DB, error) {
+	s := &h.state
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db != nil {
+		return s.db, nil
+	}
+	if h.opts.Store != nil {
+		s.db = h.opts.Store
+		return s.db, nil
+	}
+	url := h.config().Store.URL
+	if url == "" {
+		url, s.memory = "sqlite::memory:", true
+	}
+	db, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		s.err = err
+		return nil, errors.Join(ErrStoreUnavailable, err)
+	}
+	s.db, s.own = db, true
+	return db, nil
+}
+
+// Store returns the store the host keeps its state in, opening it if it
+// is not open yet (see Options.Store). Errors wrap ErrStoreUnavailable.
+func (h *Host) Store(ctx context.Context) (*store.DB, error) { return h.db(ctx) }
+
+// closeStore closes the store if the host opened it (Host.Close, after the
+// layers' writers have flushed).
+func (h *Host) closeStore() error {
+	s := &h.state
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil || !s.own {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}

@@ -1,0 +1,120 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/host/store"
+	"github.com/toolhost/toolhost/internal/pgtest"
+)
+
+func TestOpenSQLiteMigrates(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sub", "toolhost.db")
+	db, err := store.Open(ctx, "sqlite://"+path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != r.Latest || len(r.Pending) != 0 || r.Version < 1 {
+		t.Fatalf("check after open: %+v", r)
+	}
+	if _, err := db.Now(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// Again: nothing to apply.
+	db, err = store.Open(ctx, "sqlite://"+path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := db.Migrate(ctx)
+	if err != nil || len(ms) != 0 {
+		t.Fatalf("second migrate: %v %v", ms, err)
+	}
+	db.Close()
+}
+
+func TestOpenMemory(t *testing.T) {
+	db, err := store.Open(context.Background(), "sqlite::memory:", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.SQL().Exec("INSERT INTO rate_buckets (key, tokens, updated_us) VALUES (?, ?, ?)", "k", 1.0, 1); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.SQL().QueryRow("SELECT count(*) FROM rate_buckets").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("count %d %v (connections must share one in-memory database)", n, err)
+	}
+}
+
+func TestOpenCorruptFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.db")
+	if err := os.WriteFile(path, []byte("this is not an SQLite database, just some text that is long enough to read a header from................................................"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := store.Open(context.Background(), "sqlite://"+path, store.Options{})
+	if !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("err = %v, want ErrCorrupt", err)
+	}
+	if want := path; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not name the file", err)
+	}
+}
+
+func TestOpenBadURL(t *testing.T) {
+	for _, u := range []string{"mysql://x", "sqlite://relative.db", "", "postgres://u:secretpw@127.0.0.1:1/db"} {
+		_, err := store.Open(context.Background(), u, store.Options{})
+		if err == nil {
+			t.Fatalf("%q: no error", u)
+		}
+		if strings.Contains(err.Error(), "secretpw") {
+			t.Fatalf("%q: error shows the password: %v", u, err)
+		}
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func TestOpenPostgresMigratesOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	// Three replicas starting together apply the migrations once.
+	errs := make(chan error, 3)
+	dbs := make(chan *store.DB, 3)
+	for range 3 {
+		go func() {
+			db, err := store.Open(ctx, url, store.Options{})
+			errs <- err
+			dbs <- db
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		db := <-dbs
+		defer db.Close()
+	}
+	db, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := db.Check(ctx)
+	if err != nil || r.Version != r.Latest || !db.Shared() {
+		t.Fatalf("check: %+v %v", r, err)
+	}
+	if _, err := db.Now(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
