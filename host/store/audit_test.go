@@ -121,11 +121,11 @@ func TestAuditInsertQueryPaging(t *testing.T) {
 				{store.AuditFilter{Tool: "'*"}, 100},
 				{store.AuditFilter{Tool: "github__*"}, 772},
 				{store.AuditFilter{Tool: "github__delete_*"}, 257},
-				{store.AuditFilter{Tool: "GITHUB__*"}, 0},             // case-sensitive on both engines
-				{store.AuditFilter{Tool: "github%"}, 0},               // % is not special
-				{store.AuditFilter{Tool: "github_\\_list"}, 0},        // nor _ or backslash
-				{store.AuditFilter{Tool: "fs_read[1]"}, 128},          // [ is itself
-				{store.AuditFilter{Tool: "fs_read[?]"}, 128},          // ? one character
+				{store.AuditFilter{Tool: "GITHUB__*"}, 0},      // case-sensitive on both engines
+				{store.AuditFilter{Tool: "github%"}, 0},        // % is not special
+				{store.AuditFilter{Tool: "github_\\_list"}, 0}, // nor _ or backslash
+				{store.AuditFilter{Tool: "fs_read[1]"}, 128},   // [ is itself
+				{store.AuditFilter{Tool: "fs_read[?]"}, 128},   // ? one character
 				{store.AuditFilter{Outcome: "denied"}, 128},
 				{store.AuditFilter{Outcome: "denied", Tool: "github*"}, 0},
 				{store.AuditFilter{CorrelationID: "c0042"}, 1},
