@@ -30,7 +30,7 @@ import (
 
 // Writer tuning.
 const (
-	auditBatchMax     = store.AuditBatch     // rows per batch
+	auditBatchMax     = store.AuditBatch      // rows per batch
 	auditBatchWait    = 50 * time.Millisecond // how long a batch waits to fill
 	auditWriteTimeout = 10 * time.Second      // one attempt at writing a batch
 	auditFlushTimeout = 5 * time.Second       // the last attempt, at Close
@@ -318,10 +318,10 @@ type StoreStatus struct {
 	// Audit reports whether audit records go to the store ([store] audit);
 	// the counts below are of this process since start.
 	Audit     bool   `json:"audit"`
-	Queued    int    `json:"queued"`              // records waiting to be written
-	Written   int64  `json:"written"`             // rows written
-	Dropped   int64  `json:"dropped"`             // records that will never be written (queue full, store failing at close)
-	Swept     int64  `json:"swept,omitempty"`     // rows deleted by the retention sweep
+	Queued    int    `json:"queued"`               // records waiting to be written
+	Written   int64  `json:"written"`              // rows written
+	Dropped   int64  `json:"dropped"`              // records that will never be written (queue full, store failing at close)
+	Swept     int64  `json:"swept,omitempty"`      // rows deleted by the retention sweep
 	LastError string `json:"last_error,omitempty"` // the last failure to write, until a write succeeds
 }
 

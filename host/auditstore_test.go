@@ -53,7 +53,11 @@ func storeHost(t *testing.T, db *store.DB, st config.Store, logs *testutil.Buffe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	return h, func() []host.AuditRecord { mu.Lock(); defer mu.Unlock(); return append([]host.AuditRecord(nil), recs...) }
+	return h, func() []host.AuditRecord {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]host.AuditRecord(nil), recs...)
+	}
 }
 
 func openStore(t *testing.T, url string) *store.DB {
