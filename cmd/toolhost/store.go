@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -126,10 +127,10 @@ func (c *cli) serveStore(ctx context.Context, cfg *config.Config, opts *host.Opt
 		}
 	}
 	if cfg.Store.IsRequired() {
-		fmt.Fprintf(c.stderr, "toolhost: the store cannot be opened: %s\n(fix [store] url, or set [store] required = false to run with state in memory only)\n", esc(err))
+		fmt.Fprintf(c.stderr, "toolhost: the store %s cannot be opened: %s\n(fix [store] url, or set [store] required = false to run with state in memory only)\n", esc(redactedURL(url)), esc(err))
 		return nil, exitUsage
 	}
-	fmt.Fprintf(c.stderr, "toolhost: warning: the store cannot be opened, state is kept in memory only until a restart: %s\n", esc(err))
+	fmt.Fprintf(c.stderr, "toolhost: warning: the store %s cannot be opened, state is kept in memory only until a restart: %s\n", esc(redactedURL(url)), esc(err))
 	db, merr := store.Open(ctx, "sqlite::memory:", store.Options{})
 	if merr != nil {
 		fmt.Fprintf(c.stderr, "toolhost: the in-memory store cannot be opened either: %s\n", esc(merr))
@@ -252,4 +253,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, errors.New("give a duration back from now (15m, 36h, 7d) or a time (2026-11-27T05:00:00Z, 2026-11-27)")
+}
+
+// redactedURL returns a store URL without its password.
+func redactedURL(u string) string {
+	if p, err := neturl.Parse(u); err == nil && p.User != nil {
+		return p.Redacted()
+	}
+	return u
 }
