@@ -36,7 +36,7 @@ const maxAuditParam = 1024
 // glob (* and ?); since and until (exclusive) are RFC 3339 times; the
 // other filters match exactly. A non-admin caller gets only its own
 // client's records. Errors: 400 bad_request (an unknown parameter, a bad
-// limit, time or cursor, a value over 1024 bytes), 403 forbidden (a
+// limit, time or cursor, a value over the API's bound), 403 forbidden (a
 // non-admin's client=OTHER), 503 store_unavailable.
 func (g *Gateway) auditFromStore(w http.ResponseWriter, r *http.Request) {
 	c := CallerFrom(r.Context())
