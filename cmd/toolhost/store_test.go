@@ -261,3 +261,35 @@ func TestStoreCommands(t *testing.T) {
 		return len(p.Records) == 1
 	}, "the record in the in-memory store")
 }
+
+// TestAuditStoreReadme runs the README's "Audit trail in the store": its
+// [store] table (the url moved to a temporary file) is a valid
+// configuration, and each of its toolhost commands exits 0 on it.
+func TestAuditStoreReadme(t *testing.T) {
+	blocks := mdBlocks(t, filepath.Join(testutil.Root(), "README.md"))
+	toml := block(t, blocks, "Audit trail in the store", "toml", 0)
+	db := filepath.Join(t.TempDir(), "toolhost.db")
+	toml = strings.Replace(toml, "sqlite:///var/lib/toolhost/toolhost.db", "sqlite://"+db, 1)
+	cfg := writeConfig(t, "[servers.fx]\ncommand = \"@FIXTURE@\"\n\n"+toml)
+	if code, _, stderr := runCLI("--config", cfg, "call", "fx__echo", "--args", `{"text":"hi"}`); code != exitOK {
+		t.Fatalf("a call to audit: exit %d %s", code, stderr)
+	}
+	n := 0
+	for _, line := range strings.Split(block(t, blocks, "Audit trail in the store", "sh", 0), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		args := strings.Fields(strings.ReplaceAll(line, "'", ""))
+		if len(args) == 0 || args[0] != "toolhost" {
+			continue
+		}
+		n++
+		if code, stdout, stderr := runCLI(append([]string{"--config", cfg}, args[1:]...)...); code != exitOK {
+			t.Errorf("%s: exit %d\n%s%s", line, code, stdout, stderr)
+		}
+	}
+	if code, stdout, _ := runCLI("--config", cfg, "audit", "--tool", "fx__*"); code != exitOK || !strings.Contains(stdout, "fx__echo") {
+		t.Errorf("toolhost call's record is not in the store:\n%s", stdout)
+	}
+	if n != 5 {
+		t.Fatalf("%d toolhost commands in the README section, want 5", n)
+	}
+}

@@ -1,10 +1,15 @@
-package host_test
+// Package auditstoretest tests the host's audit trail in the store
+// (host/auditstore.go) on SQLite and PostgreSQL. It is a package of its own
+// so that the PostgreSQL server of its test binary is not a child process
+// of host's tests, which check that none is left after Close.
+package auditstoretest
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
@@ -19,6 +25,18 @@ import (
 	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
+
+func TestMain(m *testing.M) {
+	code := testutil.Main(m)
+	pgtest.Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // storeEngines are the stores the audit writer is tested on: a SQLite file
 // and a database on the test binary's PostgreSQL.
