@@ -451,6 +451,12 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 		default:
 			l.errorf(key, `must be a duration string, like "30s" or "500ms"; got %s`, typeName(raw))
 		}
+	case **Duration:
+		// An optional duration ([store] audit_retention, issue 25): nil
+		// when the key is absent.
+		var d Duration
+		l.field(prim, key, reflect.ValueOf(&d).Elem())
+		*p = &d
 	case *Size:
 		switch r := raw.(type) {
 		case string:

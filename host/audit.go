@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/host/store"
 	"github.com/toolhost/toolhost/internal/auditkey"
 	"github.com/toolhost/toolhost/internal/jsonx"
 )
@@ -110,6 +111,12 @@ type AuditRecord struct {
 	// client's trace when it sent a _meta.traceparent, the embedder's
 	// when the context carried a span. Empty when tracing is off.
 	TraceID string `json:"trace_id,omitempty"`
+	// CorrelationID ties the record to the request that caused it: the id
+	// WithCorrelationID put in the context (the REST API's invoke passes
+	// its correlation_id, so its answer and the record agree), else, when
+	// records go to the store ([store] audit), a random one of 32 hex
+	// digits (store.NewID); empty otherwise.
+	CorrelationID string `json:"correlation_id,omitempty"`
 }
 
 // AuditAdmin writes the audit record of an operator's action (the REST
@@ -120,7 +127,8 @@ type AuditRecord struct {
 // logged too (Info, or Warn for a failure). Nothing is written when
 // auditing is off, but the log line is.
 func (h *Host) AuditAdmin(ctx context.Context, action, target string, err error) {
-	rec := AuditRecord{Time: time.Now().UTC(), Client: clientOf(ctx), Op: "admin/" + action, Decision: "allow", Outcome: OutcomeOK}
+	rec := AuditRecord{Time: time.Now().UTC(), Client: clientOf(ctx), Op: "admin/" + action, Decision: "allow", Outcome: OutcomeOK,
+		CorrelationID: correlationOf(ctx)}
 	if strings.HasSuffix(action, "_tool") {
 		rec.Tool = target
 	} else {
@@ -151,6 +159,21 @@ func clientOf(ctx context.Context) string {
 	return s
 }
 
+type correlationKey struct{}
+
+// WithCorrelationID returns a copy of ctx whose calls' audit records carry
+// id as their CorrelationID (see AuditRecord.CorrelationID). An empty id
+// leaves the choice to the host.
+func WithCorrelationID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, correlationKey{}, id)
+}
+
+// correlationOf returns the id WithCorrelationID put in ctx, or "".
+func correlationOf(ctx context.Context) string {
+	s, _ := ctx.Value(correlationKey{}).(string)
+	return s
+}
+
 // redactKeys are the built-in sensitive key parts (matched
 // case-insensitively anywhere in a key).
 var redactKeys = []string{"password", "secret", "token", "key", "credential", "authorization"}
@@ -165,6 +188,7 @@ type auditor struct {
 	extra  []*regexp.Regexp
 	scrub  *strings.Replacer // config secrets -> [REDACTED]; nil if none
 	logger hclog.Logger
+	store  *auditStore // the store's writer ([store] audit); nil when off (auditstore.go)
 
 	keyID string    // auditkey.ID of the HMAC key
 	macs  sync.Pool // hash.Hash: HMAC-SHA-256 under the key
@@ -174,7 +198,9 @@ type auditor struct {
 	lastLog  atomic.Int64 // unix nanoseconds of the last failure logged
 }
 
-func (a *auditor) enabled() bool { return a != nil && (a.f != nil || a.hook != nil) }
+func (a *auditor) enabled() bool {
+	return a != nil && (a.f != nil || a.hook != nil || a.store != nil)
+}
 
 // newAuditor opens the audit log for appending (0600), loads (or creates)
 // the HMAC key of the arguments' hashes when auditing is on, and collects
@@ -184,7 +210,7 @@ func newAuditor(cfg *config.Config, opts *Options, logger hclog.Logger) (*audito
 	// The secrets are collected even when auditing is off: a span's error
 	// message (layer_trace.go) is scrubbed with them too.
 	a.scrub = secretScrubber(cfg)
-	if a.path == "" && a.hook == nil {
+	if a.path == "" && a.hook == nil && !storeAuditOn(cfg, opts) {
 		return a, nil
 	}
 	key, err := auditKey(opts)
@@ -303,6 +329,10 @@ func secretScrubber(cfg *config.Config) *strings.Replacer {
 }
 
 func (a *auditor) close() error {
+	if a != nil && a.store != nil {
+		// Flushed before Host.Close closes the store.
+		a.store.close()
+	}
 	if a == nil || a.f == nil {
 		return nil
 	}
@@ -323,8 +353,14 @@ func (a *auditor) write(rec *AuditRecord) {
 	if a.scrub != nil {
 		rec.Error = a.scrub.Replace(rec.Error)
 	}
+	if a.store != nil && rec.CorrelationID == "" {
+		rec.CorrelationID = store.NewID()
+	}
 	if a.hook != nil {
 		a.hook(*rec)
+	}
+	if a.store != nil {
+		a.store.put(rec)
 	}
 	if a.f == nil {
 		return
@@ -425,6 +461,10 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 	if r.TraceID != "" {
 		b = append(b, `,"trace_id":`...)
 		b = appendString(b, r.TraceID)
+	}
+	if r.CorrelationID != "" {
+		b = append(b, `,"correlation_id":`...)
+		b = appendString(b, r.CorrelationID)
 	}
 	return append(b, "}\n"...)
 }

@@ -290,6 +290,9 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 		return nil, err
 	}
 	h.audit = a
+	if storeAuditOn(cfg, &h.opts) { // issue 25: audit records go to the store too (auditstore.go)
+		a.store = newAuditStore(h.db, cfg, h.logger)
+	}
 	h.closers = append(h.closers, a.close)
 	if err := h.openLogs(cfg); err != nil {
 		h.Close()

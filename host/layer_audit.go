@@ -90,7 +90,8 @@ func auditItemLayer(h *Host, next handler) handler {
 // with the time it began.
 func (h *Host) beginRecord(ctx context.Context, o *op) (*AuditRecord, time.Time) {
 	start := time.Now()
-	o.out.record = AuditRecord{Time: start.UTC(), Profile: o.req.profile, Client: clientOf(ctx), Decision: "none"}
+	o.out.record = AuditRecord{Time: start.UTC(), Profile: o.req.profile, Client: clientOf(ctx), Decision: "none",
+		CorrelationID: correlationOf(ctx)}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		o.out.record.TraceID = sc.TraceID().String()
 	}

@@ -4,12 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/auditkey"
 )
 
-const auditUsage = `Usage: toolhost audit key | rotate-key
+const auditUsage = `Usage: toolhost audit [--tool GLOB] [--client C] [--outcome O] [--backend B] [--op OP]
+                     [--since D|TIME] [--until D|TIME] [--correlation ID] [--limit N] [--json]
+       toolhost audit key | rotate-key
+
+Without a subcommand: the audit trail in the store ([store] url, else the default SQLite
+file; README, "Audit trail in the store"), newest first, at most --limit rows (100): a
+table, or with --json each record as one JSON line. --tool is a glob (* and ?); --since
+and --until take a duration back from now (15m, 36h, 7d) or a time (RFC 3339, or a date);
+--op selects an operation (tools/call, prompts/get, resources/read, admin/restart, ...).
 
 The audit log's args_hmac is the HMAC-SHA-256 of a call's canonical arguments under this
 installation's audit key (README, "Audit log"); key_id names the key.
@@ -28,8 +37,11 @@ func (c *cli) auditCmd(args []string) int {
 		fmt.Fprint(c.stdout, auditUsage)
 		return exitOK
 	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return c.auditQuery(args) // store.go
+	}
 	if len(args) != 1 || (args[0] != "key" && args[0] != "rotate-key") {
-		return c.usageError("usage: toolhost audit key | rotate-key")
+		return c.usageError("usage: toolhost audit [--tool GLOB] [--client C] [--outcome O] [--since D|TIME] [--correlation ID] [--limit N] [--json] | audit key | rotate-key")
 	}
 	path, err := host.DefaultAuditKeyFile()
 	if err != nil {

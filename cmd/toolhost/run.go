@@ -65,6 +65,10 @@ Commands:
                                  (or $BROWSER) and store its token; logout NAME deletes it
   audit key | rotate-key         show, or replace with a new random one, the key of the audit
                                  log's args_hmac (this installation's; 'toolhost audit --help')
+  audit [--tool G] [--client C] [--outcome O] [--since D|TIME] [--correlation ID] [--limit N] [--json]
+                                 query the audit trail in the store, newest first
+  store migrate | check          apply the store's schema migrations, or show its engine, URL,
+                                 schema version and pending migrations ('toolhost store --help')
   serve [--stdio | --listen ADDR] [--profile NAME] [--allow-unauthenticated] [--watch]
                                  serve the catalogue as an MCP server: on stdin/stdout, or over
                                  Streamable HTTP at http://ADDR/mcp (default [serve] listen,
@@ -185,6 +189,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.prewarm(rest)
 	case "audit":
 		return c.auditCmd(rest)
+	case "store":
+		return c.storeCmd(rest) // store.go
 	case "import":
 		return c.importCmd(rest)
 	case "add":
@@ -210,7 +216,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 // word after them is not read as a global flag).
 // (serve's --watch takes none: a word after a value flag that is itself a
 // flag is not taken as its value.)
-var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "as": true, "from-registry": true, "sha256": true, "url": true, "token-env": true}
+var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "as": true, "from-registry": true, "sha256": true, "url": true, "token-env": true,
+	"tool": true, "client": true, "outcome": true, "backend": true, "op": true, "since": true, "until": true, "correlation": true, "limit": true} // audit
 
 // globalsAfter takes the global flags (--config, --log-level; one or two
 // dashes, "=VALUE" or a separate word) out of a subcommand's arguments,
@@ -337,6 +344,13 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	} else {
 		// Servers may ask the user for input on a terminal.
 		opts.Elicit = (&elicitor{stderr: c.stderr}).elicit
+	}
+	if c.serving != nil { // serve opens its store at start (store.go)
+		closeStore, code := c.serveStore(ctx, cfg, opts)
+		if closeStore == nil {
+			return code
+		}
+		defer closeStore() // after the Host is closed
 	}
 	if c.hostOpts != nil {
 		c.hostOpts(opts)

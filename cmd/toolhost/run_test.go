@@ -9,11 +9,24 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
-func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
+func TestMain(m *testing.M) {
+	// toolhost serve opens its store (issue 25) in $XDG_STATE_HOME by
+	// default: a directory of the test binary's own, not the user's.
+	state, err := os.MkdirTemp("", "toolhost-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := testutil.Main(m)
+	pgtest.Stop() // the store tests' PostgreSQL
+	os.RemoveAll(state)
+	os.Exit(code)
+}
 
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()

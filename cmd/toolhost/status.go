@@ -40,6 +40,9 @@ func (c *cli) status(args []string) int {
 				}
 			} else {
 				printStatus(c.stdout, st)
+				if ss := h.StoreStatus(); ss.URL != "" { // a configured store (store.go)
+					printStoreStatus(tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0), ss)
+				}
 			}
 			if *watch == 0 {
 				return exitOK

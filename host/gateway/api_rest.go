@@ -434,6 +434,7 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	var rec host.AuditRecord
 	ctx := host.WithCallRecord(host.WithClient(tracedHTTP(r), c.Client), &rec)
+	ctx = host.WithCorrelationID(ctx, req.CorrelationID) // the audit record (and its store row) carries the answer's id
 	start := time.Now()
 	res, err := v.CallTool(ctx, name, args)
 	resp := InvokeResponse{CorrelationID: req.CorrelationID, CompletedAt: time.Now().UTC(),

@@ -88,7 +88,8 @@ func (g *Gateway) routes(mux *http.ServeMux) {
 	mux.Handle("POST /logout", http.HandlerFunc(g.logout))
 	mux.Handle("GET /static/", g.static())
 	r("GET /api/v1/events", false, g.events)
-	r("GET /api/v1/audit", false, g.auditRecords)
+	r("GET /api/v1/audit", false, g.auditQuery)  // from the store when there is one (api_audit.go)
+	r("GET /api/v1/store", false, g.storeStatus) // the store and its audit writer (api_audit.go)
 }
 
 // api authenticates a request (a bearer token, else the TokenCookie),

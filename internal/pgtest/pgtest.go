@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -173,7 +174,25 @@ func start() (*server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := s.cmd.Start(); err != nil {
+	// The parent death signal is sent when the THREAD that started the
+	// child ends, not the process (prctl(2) PR_SET_PDEATHSIG): a goroutine
+	// that locks its thread and returns (the stdio transport's do) ends
+	// the thread it runs on, which may be the one that started postgres;
+	// the server then shut down in the middle of a test ("the database
+	// system is shutting down"). So postgres is started, and waited for,
+	// on a thread of its own, locked until the server exits.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := <-started; err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pgtest: postgres: %w", err)
 	}
@@ -196,7 +215,6 @@ func start() (*server, error) {
 			}
 		}
 	}()
-	go func() { s.cmd.Wait(); close(s.done) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	select {
