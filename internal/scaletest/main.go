@@ -1,0 +1,963 @@
+// Command scaletest is `make scale-test` (issue 25, item 8): toolhost serve
+// replicas sharing one PostgreSQL behind HAProxy, under load while
+// replicas are killed.
+//
+// It starts a private PostgreSQL (internal/pgtest: Debian's package, a
+// cluster in a temporary directory, a Unix socket only), -replicas
+// `toolhost serve` replicas with one configuration ([serve] stateless =
+// true, [store] url = that database, bin/mcpfixture as a stdio backend,
+// plugins/time.wasm as a Wasm plugin, one [serve.clients.NAME] token per
+// client group), -session-replicas more with the same configuration but
+// sessions (stateless = false), and HAProxy on loopback in front (a
+// round-robin frontend for the stateless replicas, health checks on
+// /readyz, retry-on conn-failure with redispatch; a frontend whose stick
+// table keeps each Mcp-Session-Id on the replica that issued it). Then
+// -clients go-sdk clients call tools through the proxy for -duration while
+// a stateless replica is killed (SIGKILL) every -kill and restarted (and a
+// session replica every second kill), and a few session clients call
+// through the sticky frontend.
+//
+// It prints the calls made, answered, retried (a call in flight on a
+// killed replica fails at the client, which retries it once: those are
+// counted apart) and failed (must be 0), and with the features built
+// (flags, until they are merged): -grants (exactly -grant-uses calls of a
+// grant = "required" tool succeed across replicas), -rate (successes of a
+// rate-limited client ≤ rate × duration + burst across replicas), -audit
+// (rows in the audit table = calls, after the replicas flushed on SIGTERM;
+// the records of killed replicas that were lost are reported). It exits 1
+// when a figure is off, 2 on a setup error. Every child is killed at exit
+// and the temporary directory removed (-keep keeps it).
+//
+//	go run ./internal/scaletest                 # make scale-test
+//	go run ./internal/scaletest -duration 20s -kill 5s -grants -rate -audit
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/pgtest"
+)
+
+var (
+	duration        = flag.Duration("duration", 60*time.Second, "how long the clients call")
+	killEvery       = flag.Duration("kill", 10*time.Second, "kill (SIGKILL) one stateless replica this often, and restart it")
+	nClients        = flag.Int("clients", 50, "concurrent stateless go-sdk clients (all groups)")
+	nSession        = flag.Int("session-clients", 4, "stateful (session) clients, through the sticky frontend")
+	nReplicas       = flag.Int("replicas", 3, "stateless replicas")
+	nSessReplicas   = flag.Int("session-replicas", 2, "replicas serving sessions (stateless = false)")
+	callTimeout     = flag.Duration("call-timeout", 5*time.Second, "a client's bound on one call (a call cut by a kill ends at it)")
+	withGrants      = flag.Bool("grants", false, "check grants across replicas ([tools.NAME] grant = \"required\", toolhost grant): needs the grants feature")
+	grantUses       = flag.Int("grant-uses", 5, "with -grants: the grant's --uses")
+	withRate        = flag.Bool("rate", false, "check rate limits across replicas ([serve.clients.NAME] rate): needs the rate feature")
+	rateSpec        = flag.String("rate-limit", "120/m", "with -rate: the limited client's rate")
+	rateBurst       = flag.Int("rate-burst", -1, "with -rate: the bucket's burst (default: the rate's count)")
+	withAudit       = flag.Bool("audit", false, "check audit rows = calls in the shared store: needs audit in the store")
+	noAffinity      = flag.Bool("no-affinity", false, "leave the stick table out of the sessions frontend (the run must then fail: a check of the check)")
+	keep            = flag.Bool("keep", false, "keep the temporary directory (configurations, logs)")
+	toolhostBin     = flag.String("toolhost", "bin/toolhost", "the toolhost binary")
+	fixtureBin      = flag.String("fixture", "bin/mcpfixture", "the fixture MCP server")
+	pluginWasm      = flag.String("plugin", "plugins/time.wasm", "the Wasm plugin")
+	haproxyBin      = flag.String("haproxy", "haproxy", "the HAProxy binary")
+	statelessTools  = []string{"fixture__echo", "time__current_time"}
+	grantedTool     = "fixture__add"
+	statelessArgs   = map[string]map[string]any{"fixture__echo": {"text": "scale"}, "time__current_time": {"timezone": "UTC"}, "fixture__add": {"a": 1, "b": 2}}
+	errSetup        = errors.New("setup")
+	errFigureOff    = errors.New("figure off")
+	sessionToolName = "fixture__echo"
+)
+
+func main() {
+	flag.Parse()
+	os.Exit(run())
+}
+
+// run is main; its defers stop every child and remove the directory.
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{}
+	defer e.cleanup()
+	err := e.setup(ctx)
+	if err == nil {
+		err = e.load(ctx)
+	}
+	switch {
+	case err == nil:
+		fmt.Println("scale-test: PASS")
+		return 0
+	case errors.Is(err, errFigureOff):
+		fmt.Printf("scale-test: FAIL: %v\n", err)
+		return 1
+	default:
+		fmt.Printf("scale-test: ERROR: %v\n", err)
+		if e.dir != "" {
+			fmt.Printf("scale-test: logs in %s (kept)\n", e.dir)
+			*keep = true
+		}
+		return 2
+	}
+}
+
+// env is the run's processes and files.
+type env struct {
+	dir      string
+	pg       *pgtest.Server
+	dbURL    string
+	haproxy  *exec.Cmd
+	hapDone  chan struct{}
+	tokens   map[string]string // client group → token
+	lbPort   int               // the stateless frontend
+	sessPort int               // the sticky frontend
+	mu       sync.Mutex
+	replicas []*replica
+}
+
+// replica is one toolhost serve slot: a port and the current process.
+type replica struct {
+	name    string
+	port    int
+	config  string
+	log     string
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	starts  int
+	killed  int
+	session bool
+}
+
+func (e *env) cleanup() {
+	for _, r := range e.replicas {
+		r.stop(syscall.SIGKILL, 10*time.Second)
+	}
+	if e.haproxy != nil {
+		syscall.Kill(-e.haproxy.Process.Pid, syscall.SIGKILL)
+		<-e.hapDone
+	}
+	if e.pg != nil {
+		e.pg.Stop()
+	}
+	if e.dir != "" && !*keep {
+		os.RemoveAll(e.dir)
+	}
+}
+
+func (e *env) setup(ctx context.Context) error {
+	for _, p := range []*string{toolhostBin, fixtureBin, pluginWasm} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("%w: %v (make build plugins)", errSetup, err)
+		}
+		*p = abs
+	}
+	if _, err := exec.LookPath(*haproxyBin); err != nil {
+		// Debian's package puts it in /usr/sbin, not in a user's PATH.
+		if _, serr := os.Stat("/usr/sbin/haproxy"); *haproxyBin != "haproxy" || serr != nil {
+			return fmt.Errorf("%w: haproxy: %v (apt-get install haproxy)", errSetup, err)
+		}
+		*haproxyBin = "/usr/sbin/haproxy"
+	}
+	var err error
+	if e.dir, err = os.MkdirTemp("", "scaletest-"); err != nil {
+		return err
+	}
+	for _, d := range []string{"home", "state"} {
+		if err := os.Mkdir(filepath.Join(e.dir, d), 0o700); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	if e.pg, err = pgtest.Start(); err != nil {
+		return fmt.Errorf("%w: %v", errSetup, err)
+	}
+	if e.dbURL, err = e.pg.CreateDB("scaletest"); err != nil {
+		return fmt.Errorf("%w: %v", errSetup, err)
+	}
+	fmt.Printf("scale-test: PostgreSQL up in %v (Unix socket)\n", time.Since(t0).Round(time.Millisecond))
+	e.tokens = map[string]string{}
+	for _, g := range []string{"load", "granted", "limited", "session"} {
+		e.tokens[g] = randHex(16)
+	}
+	stateless := e.writeConfig("stateless.toml", true)
+	sessions := e.writeConfig("sessions.toml", false)
+	ports, err := freePorts(*nReplicas + *nSessReplicas + 2)
+	if err != nil {
+		return err
+	}
+	e.lbPort, e.sessPort = ports[0], ports[1]
+	for i := range *nReplicas + *nSessReplicas {
+		r := &replica{port: ports[2+i], config: stateless}
+		if i < *nReplicas {
+			r.name = fmt.Sprintf("r%d", i+1)
+		} else {
+			r.name, r.config, r.session = fmt.Sprintf("s%d", i-*nReplicas+1), sessions, true
+		}
+		r.log = filepath.Join(e.dir, r.name+".log")
+		e.replicas = append(e.replicas, r)
+	}
+	// The first replica alone first, so that it applies the migrations
+	// (the others would wait on the advisory lock) and warms the caches.
+	t0 = time.Now()
+	if err := e.replicas[0].start(ctx, e.dir); err != nil {
+		return err
+	}
+	errs := make(chan error, len(e.replicas))
+	for _, r := range e.replicas[1:] {
+		go func() { errs <- r.start(ctx, e.dir) }()
+	}
+	for range e.replicas[1:] {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	fmt.Printf("scale-test: %d stateless + %d session replicas ready in %v\n", *nReplicas, *nSessReplicas, time.Since(t0).Round(time.Millisecond))
+	if err := e.startHAProxy(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("scale-test: HAProxy on 127.0.0.1:%d (stateless) and 127.0.0.1:%d (sessions, sticky)\n", e.lbPort, e.sessPort)
+	return nil
+}
+
+// writeConfig writes the replicas' configuration; sessions differ only in
+// [serve] stateless.
+func (e *env) writeConfig(name string, stateless bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# make scale-test: one toolhost serve replica of several sharing one PostgreSQL.
+[host]
+call_timeout = "10s"
+
+[store]
+url = %q
+
+[serve]
+stateless = %v
+# Behind a proxy every client is the proxy's address.
+max_connections = 2048
+max_connections_per_peer = 2048
+
+[serve.clients.load]
+token = %q
+
+[serve.clients.granted]
+token = %q
+
+[serve.clients.limited]
+token = %q
+`, e.dbURL, stateless, e.tokens["load"], e.tokens["granted"], e.tokens["limited"])
+	if *withRate {
+		fmt.Fprintf(&b, "rate = %q\n", *rateSpec)
+	}
+	fmt.Fprintf(&b, `
+[serve.clients.session]
+token = %q
+
+[servers.fixture]
+command = %q
+
+[plugins.time]
+path = %q
+`, e.tokens["session"], *fixtureBin, *pluginWasm)
+	if *withGrants {
+		fmt.Fprintf(&b, "\n[tools.%s]\ngrant = \"required\"\n", grantedTool)
+	}
+	p := filepath.Join(e.dir, name)
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// start starts the replica's toolhost serve and waits until /readyz
+// answers 200 (at most 60s).
+func (r *replica) start(ctx context.Context, dir string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	r.starts++
+	fmt.Fprintf(logf, "== scale-test: start %d\n", r.starts)
+	cmd := exec.Command(*toolhostBin, "--config", r.config, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", r.port))
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(dir, "home"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%w: %s: %v", errSetup, r.name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	r.cmd, r.done = cmd, done
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", r.port)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if ready(url) {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%w: replica %s exited at start (%s): see %s", errSetup, r.name, cmd.ProcessState, r.log)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: replica %s not ready in 60s: see %s", errSetup, r.name, r.log)
+		}
+	}
+}
+
+func ready(url string) bool {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// stop sends sig to the replica's process group and waits up to wait for
+// it to exit (then SIGKILL). It reports whether the process was running.
+func (r *replica) stop(sig syscall.Signal, wait time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return false
+	}
+	syscall.Kill(-r.cmd.Process.Pid, sig)
+	select {
+	case <-r.done:
+	case <-time.After(wait):
+		syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		<-r.done
+	}
+	r.cmd = nil
+	return true
+}
+
+// startHAProxy writes haproxy.cfg and runs HAProxy in the foreground.
+func (e *env) startHAProxy(ctx context.Context) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# make scale-test: HAProxy in front of the toolhost serve replicas (loopback only).
+global
+    maxconn 4096
+
+defaults
+    mode http
+    timeout connect 1s
+    timeout client  60s
+    timeout server  60s
+    timeout check   1s
+    # A request that could not be sent to a replica (connection refused:
+    # a killed replica not yet marked down) goes to another one. Only
+    # connection failures: a call that reached a replica is never resent
+    # by the proxy (the tool may have run).
+    retries 3
+    option redispatch 1
+    retry-on conn-failure
+    # HTTP/1.1 with a loopback Host: a replica on a loopback address
+    # answers only those (DNS rebinding).
+    option httpchk
+    http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1
+    default-server check inter 250ms fall 1 rise 2
+
+frontend stateless
+    bind 127.0.0.1:%d
+    default_backend stateless
+
+backend stateless
+    balance roundrobin
+    http-response set-header X-Toolhost-Replica %%s
+`, e.lbPort)
+	for _, r := range e.replicas {
+		if !r.session {
+			fmt.Fprintf(&b, "    server %s 127.0.0.1:%d\n", r.name, r.port)
+		}
+	}
+	stick := `    stick-table type string len 128 size 100k expire 30m
+    stick store-response res.hdr(Mcp-Session-Id)
+    stick match req.hdr(Mcp-Session-Id)
+`
+	if *noAffinity {
+		stick = ""
+	}
+	fmt.Fprintf(&b, `
+frontend sessions
+    bind 127.0.0.1:%d
+    default_backend sessions
+
+# Session affinity: a replica chooses the Mcp-Session-Id of a session it
+# creates (in its initialize response), so a hash of the header cannot
+# find it (balance hdr(Mcp-Session-Id) would send the session's next
+# request to any replica): the stick table learns the id from the response
+# and routes every later request carrying it to that replica.
+backend sessions
+    balance roundrobin
+%s    http-response set-header X-Toolhost-Replica %%s
+`, e.sessPort, stick)
+	for _, r := range e.replicas {
+		if r.session {
+			fmt.Fprintf(&b, "    server %s 127.0.0.1:%d\n", r.name, r.port)
+		}
+	}
+	cfg := filepath.Join(e.dir, "haproxy.cfg")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	check := exec.Command(*haproxyBin, "-c", "-f", cfg)
+	if out, err := check.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: haproxy -c: %v\n%s", errSetup, err, out)
+	}
+	logf, err := os.Create(filepath.Join(e.dir, "haproxy.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(*haproxyBin, "-db", "-f", cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%w: haproxy: %v", errSetup, err)
+	}
+	e.haproxy, e.hapDone = cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(e.hapDone) }()
+	for _, port := range []int{e.lbPort, e.sessPort} {
+		url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+		deadline := time.Now().Add(30 * time.Second)
+		for !ready(url) {
+			select {
+			case <-e.hapDone:
+				return fmt.Errorf("%w: haproxy exited: see %s", errSetup, filepath.Join(e.dir, "haproxy.log"))
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w: haproxy not serving in 30s", errSetup)
+			}
+		}
+	}
+	return nil
+}
+
+// counts are one client group's figures.
+type counts struct {
+	attempts  atomic.Int64 // requests sent (retries included)
+	ok        atomic.Int64 // calls that succeeded at the first attempt
+	retriedOK atomic.Int64 // calls that failed at the client (in flight on a killed replica) and succeeded when retried once
+	failed    atomic.Int64 // calls that failed even when retried, or with an unexpected result
+	refused   atomic.Int64 // isError results the check expects (grant required, rate limited)
+	cut       atomic.Int64 // attempts that failed at the client (their fate at the replica is unknown)
+	reinit    atomic.Int64 // sessions re-initialized
+	mu        sync.Mutex
+	samples   []string
+}
+
+func (c *counts) sample(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.samples) < 8 {
+		c.samples = append(c.samples, s)
+	}
+}
+
+// bearer adds the client's token, and records the replica HAProxy says
+// answered (X-Toolhost-Replica).
+type bearer struct {
+	tok  string
+	base http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return b.base.RoundTrip(r)
+}
+
+// client is one go-sdk client of one group.
+type client struct {
+	url     string
+	session bool // keep the standalone SSE stream (a session's)
+	tok     string
+	hc      *http.Client
+	cs      *mcp.ClientSession
+}
+
+func newClient(url, tok string, session bool, tr http.RoundTripper) *client {
+	return &client{url: url, tok: tok, session: session, hc: &http.Client{Transport: bearer{tok, tr}}}
+}
+
+func (c *client) connect(ctx context.Context) error {
+	if c.cs != nil {
+		c.cs.Close()
+		c.cs = nil
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "scaletest", Version: "1"}, nil)
+	cctx, cancel := context.WithTimeout(ctx, *callTimeout)
+	defer cancel()
+	cs, err := cl.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: c.hc, MaxRetries: -1, DisableStandaloneSSE: !c.session}, nil)
+	if err != nil {
+		return err
+	}
+	c.cs = cs
+	return nil
+}
+
+func (c *client) close() {
+	if c.cs != nil {
+		c.cs.Close()
+	}
+}
+
+// call makes one call bounded by -call-timeout.
+func (c *client) call(tool string) (*mcp.CallToolResult, error) {
+	if c.cs == nil {
+		if err := c.connect(context.Background()); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *callTimeout)
+	defer cancel()
+	return c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: statelessArgs[tool]})
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// callRetry makes a call and, when it fails at the client (a transport
+// error or no answer in time: in flight on a killed replica), reconnects
+// and retries it once. expect says which isError texts are refusals the
+// group expects.
+func (c *client) callRetry(tool string, n *counts, expect string) (success bool) {
+	for attempt := 0; attempt < 2; attempt++ {
+		n.attempts.Add(1)
+		res, err := c.call(tool)
+		switch {
+		case err == nil && !res.IsError:
+			if attempt == 0 {
+				n.ok.Add(1)
+			} else {
+				n.retriedOK.Add(1)
+			}
+			return true
+		case err == nil && expect != "" && strings.Contains(text(res), expect):
+			n.refused.Add(1)
+			return false
+		case err == nil:
+			n.failed.Add(1)
+			n.sample(tool + ": isError: " + text(res))
+			return false
+		}
+		n.cut.Add(1)
+		if attempt == 1 {
+			n.failed.Add(1)
+			n.sample(tool + ": retried: " + err.Error())
+			return false
+		}
+		// The session may be broken (the go-sdk ends a connection on some
+		// errors): a new one (stateless: no state is lost).
+		if cerr := c.connect(context.Background()); cerr != nil {
+			n.attempts.Add(1)
+			n.cut.Add(1)
+			n.failed.Add(1)
+			n.sample(tool + ": reconnect: " + cerr.Error())
+			return false
+		}
+		n.reinit.Add(1)
+	}
+	return false
+}
+
+// load runs the clients and the killer, then checks the figures.
+func (e *env) load(ctx context.Context) error {
+	tr := &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
+	defer tr.CloseIdleConnections()
+	lb := fmt.Sprintf("http://127.0.0.1:%d/mcp", e.lbPort)
+	if *withGrants {
+		out, err := exec.CommandContext(ctx, *toolhostBin, "--config", e.replicas[0].config, "grant", "granted", grantedTool,
+			"--ttl", (*duration + time.Minute).String(), "--uses", strconv.Itoa(*grantUses)).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: toolhost grant: %v\n%s", errSetup, err, out)
+		}
+		fmt.Printf("scale-test: toolhost grant granted %s --uses %d: %s", grantedTool, *grantUses, out)
+	}
+	groups := map[string]*counts{"load": {}, "granted": {}, "limited": {}, "session": {}}
+	nGranted, nLimited := 0, 0
+	if *withGrants {
+		nGranted = 2
+	}
+	if *withRate {
+		nLimited = 4
+	}
+	nLoad := *nClients - nGranted - nLimited
+	var clients []*client
+	var groupOf []string
+	add := func(url, group string, n int) error {
+		for range n {
+			c := newClient(url, e.tokens[group], group == "session", tr)
+			if err := c.connect(ctx); err != nil {
+				return fmt.Errorf("%w: connect %s client: %v", errSetup, group, err)
+			}
+			clients = append(clients, c)
+			groupOf = append(groupOf, group)
+		}
+		return nil
+	}
+	defer func() {
+		for _, c := range clients {
+			c.close()
+		}
+	}()
+	sessURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", e.sessPort)
+	for _, g := range []struct {
+		url, group string
+		n          int
+	}{{lb, "load", nLoad}, {lb, "granted", nGranted}, {lb, "limited", nLimited}, {sessURL, "session", *nSession}} {
+		if err := add(g.url, g.group, g.n); err != nil {
+			return err
+		}
+	}
+	for i, c := range clients {
+		if groupOf[i] == "session" && c.cs.ID() == "" {
+			return fmt.Errorf("%w: a session client got no Mcp-Session-Id: the session replicas serve stateless", errSetup)
+		}
+	}
+	fmt.Printf("scale-test: %d stateless clients (load %d, granted %d, limited %d) and %d session clients for %v, a replica killed every %v (load average %s)\n",
+		*nClients, nLoad, nGranted, nLimited, *nSession, *duration, *killEvery, loadavg())
+
+	lctx, stopLoad := context.WithTimeout(ctx, *duration)
+	defer stopLoad()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	var sessLost atomic.Int64 // session calls that found their session gone
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := groups[groupOf[i]]
+			for k := 0; lctx.Err() == nil; k++ {
+				switch groupOf[i] {
+				case "load":
+					c.callRetry(statelessTools[(i+k)%len(statelessTools)], n, "")
+				case "granted":
+					c.callRetry(grantedTool, n, "grant required")
+					pause(lctx, 100*time.Millisecond)
+				case "limited":
+					c.callRetry("fixture__echo", n, "rate limited")
+					pause(lctx, 20*time.Millisecond)
+				case "session":
+					// A session lives on one replica: its death ends the
+					// session, and the client initializes a new one (through
+					// the sticky frontend, on a live replica).
+					n.attempts.Add(1)
+					res, err := c.call(sessionToolName)
+					switch {
+					case err == nil && !res.IsError:
+						n.ok.Add(1)
+					case err == nil:
+						n.failed.Add(1)
+						n.sample("session: isError: " + text(res))
+					default:
+						n.cut.Add(1)
+						sessLost.Add(1)
+						if c.connect(lctx) == nil {
+							n.reinit.Add(1)
+						}
+						n.attempts.Add(1)
+						if res, err := c.call(sessionToolName); err == nil && !res.IsError {
+							n.retriedOK.Add(1)
+						} else if lctx.Err() == nil {
+							n.failed.Add(1)
+							n.sample(fmt.Sprintf("session: after re-initializing: %v", err))
+						}
+					}
+					pause(lctx, 50*time.Millisecond)
+				}
+			}
+		}()
+	}
+
+	// The killer: every -kill, SIGKILL a stateless replica (in turn) and
+	// start it again; every second time also a session replica.
+	kills, sessKills := 0, 0
+	var restartErr error
+	tick := time.NewTicker(*killEvery)
+	stateless, sess := e.byKind(false), e.byKind(true)
+	for done := false; !done; {
+		select {
+		case <-lctx.Done():
+			done = true
+		case <-tick.C:
+			if time.Until(t0.Add(*duration)) < time.Second {
+				continue // no kill in the last second: nothing would see it
+			}
+			victims := []*replica{stateless[kills%len(stateless)]}
+			if kills%2 == 1 && len(sess) > 0 {
+				victims = append(victims, sess[sessKills%len(sess)])
+				sessKills++
+			}
+			kills++
+			for _, r := range victims {
+				r.stop(syscall.SIGKILL, 10*time.Second)
+				r.killed++
+				fmt.Printf("scale-test: %5.1fs killed %s\n", time.Since(t0).Seconds(), r.name)
+				go func() {
+					if err := r.start(lctx, e.dir); err != nil && lctx.Err() == nil {
+						e.mu.Lock()
+						restartErr = err
+						e.mu.Unlock()
+					}
+				}()
+			}
+		}
+	}
+	tick.Stop()
+	wg.Wait()
+	elapsed := time.Since(t0)
+	for _, c := range clients {
+		c.close()
+	}
+	// The last restarts (cut short by the end of the load) finish or are
+	// stopped below; every replica flushes its queue on SIGTERM.
+	for _, r := range e.replicas {
+		r.mu.Lock()
+		r.mu.Unlock()
+	}
+	t1 := time.Now()
+	for _, r := range e.replicas {
+		r.stop(syscall.SIGTERM, 30*time.Second)
+	}
+	fmt.Printf("scale-test: replicas stopped (SIGTERM) in %v; load average %s\n", time.Since(t1).Round(time.Millisecond), loadavg())
+
+	// The figures.
+	var problems []string
+	off := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	e.mu.Lock()
+	if restartErr != nil {
+		off("a restart failed: %v", restartErr)
+	}
+	e.mu.Unlock()
+	total := func(f func(*counts) int64) (s int64) {
+		for _, n := range groups {
+			s += f(n)
+		}
+		return s
+	}
+	made := total(func(n *counts) int64 { return n.ok.Load() + n.retriedOK.Load() + n.failed.Load() + n.refused.Load() })
+	fmt.Printf("scale-test: %d kills (%d of session replicas) in %v\n", kills+sessKills, sessKills, elapsed.Round(time.Millisecond))
+	fmt.Printf("scale-test: calls made %d (%.0f/s), requests sent %d\n", made, float64(made)/elapsed.Seconds(), total(func(n *counts) int64 { return n.attempts.Load() }))
+	for _, g := range []string{"load", "granted", "limited", "session"} {
+		n := groups[g]
+		fmt.Printf("scale-test:   %-8s ok %d, retried once and ok %d, refused as expected %d, failed %d, cut at the client %d, re-initialized %d\n",
+			g, n.ok.Load(), n.retriedOK.Load(), n.refused.Load(), n.failed.Load(), n.cut.Load(), n.reinit.Load())
+		for _, s := range n.samples {
+			fmt.Printf("scale-test:     %s\n", s)
+		}
+	}
+	failed := total(func(n *counts) int64 { return n.failed.Load() })
+	retried := total(func(n *counts) int64 { return n.retriedOK.Load() })
+	fmt.Printf("scale-test: calls failed %d; calls in flight on a killed replica, retried once by the client: %d\n", failed, retried)
+	if failed != 0 {
+		off("%d calls failed", failed)
+	}
+	if made == 0 || groups["load"].ok.Load() == 0 {
+		off("no call succeeded")
+	}
+	// A killed session replica ends the sessions on it, once each.
+	if lost := sessLost.Load(); lost > int64(sessKills**nSession) {
+		off("%d session calls found their session gone, more than the %d sessions the %d kills could end: affinity does not hold", lost, sessKills**nSession, sessKills)
+	} else {
+		fmt.Printf("scale-test: session affinity: %d session calls, %d found their session ended by a kill (at most %d) and re-initialized\n",
+			groups["session"].attempts.Load(), lost, sessKills**nSession)
+	}
+	if *withGrants {
+		n := groups["granted"]
+		got := n.ok.Load() + n.retriedOK.Load()
+		fmt.Printf("scale-test: grants: %d calls of %s under a grant of %d uses, %d succeeded across %d replicas, %d refused\n",
+			n.attempts.Load(), grantedTool, *grantUses, got, *nReplicas, n.refused.Load())
+		if got != int64(*grantUses) {
+			off("grants: %d calls succeeded, want exactly %d", got, *grantUses)
+		}
+	}
+	if *withRate {
+		n := groups["limited"]
+		got := n.ok.Load() + n.retriedOK.Load()
+		count, per, err := parseRate(*rateSpec)
+		if err != nil {
+			return fmt.Errorf("%w: -rate-limit: %v", errSetup, err)
+		}
+		burst := *rateBurst
+		if burst < 0 {
+			burst = count
+		}
+		bound := int64(float64(count)*elapsed.Seconds()/per.Seconds()) + int64(burst)
+		fmt.Printf("scale-test: rate limits: client limited (%s, burst %d): %d calls, %d succeeded across %d replicas (bound %d), %d refused\n",
+			*rateSpec, burst, n.attempts.Load(), got, *nReplicas, bound, n.refused.Load())
+		if got > bound {
+			off("rate limits: %d calls succeeded, more than %d", got, bound)
+		}
+		if n.refused.Load() == 0 {
+			off("rate limits: no call of the limited client was refused")
+		}
+	}
+	if *withAudit {
+		if err := e.checkAudit(groups, kills+sessKills, off); err != nil {
+			return err
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", errFigureOff, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// checkAudit compares the audit rows of tools/call in the shared store
+// with the calls: every answered call has a row unless its replica was
+// killed with the record still queued; no call has two.
+func (e *env) checkAudit(groups map[string]*counts, kills int, off func(string, ...any)) error {
+	db, err := sql.Open("pgx", e.dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tools := append([]string{grantedTool}, statelessTools...)
+	var rows int64
+	if err := db.QueryRow(`SELECT count(*) FROM audit WHERE op = '' AND tool IN ($1, $2, $3)`, tools[0], tools[1], tools[2]).Scan(&rows); err != nil {
+		return fmt.Errorf("%w: count audit rows: %v", errSetup, err)
+	}
+	var answered, cut int64
+	for _, n := range groups {
+		answered += n.ok.Load() + n.retriedOK.Load() + n.refused.Load()
+		cut += n.cut.Load()
+	}
+	// A cut attempt may or may not have reached a replica (and been
+	// recorded); a failed call's last attempt is among the cut ones or
+	// was answered with an unexpected isError (then it has a row).
+	failedAnswered := int64(0)
+	for _, n := range groups {
+		failedAnswered += n.failed.Load()
+	}
+	lost := answered - rows
+	fmt.Printf("scale-test: audit: %d rows of tools/call in the shared store; %d calls answered, %d attempts cut by kills; records lost with killed replicas: %d\n",
+		rows, answered, cut, max(lost, 0))
+	switch {
+	case rows > answered+cut+failedAnswered:
+		off("audit: %d rows, more than the %d requests that reached a replica", rows, answered+cut+failedAnswered)
+	case lost > 0 && kills == 0:
+		off("audit: %d records missing without a kill", lost)
+	}
+	return nil
+}
+
+func (e *env) byKind(session bool) []*replica {
+	var rs []*replica
+	for _, r := range e.replicas {
+		if r.session == session {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func parseRate(s string) (int, time.Duration, error) {
+	num, unit, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n <= 0 {
+		return 0, 0, fmt.Errorf("%q is not COUNT/UNIT", s)
+	}
+	switch unit {
+	case "s":
+		return n, time.Second, nil
+	case "m":
+		return n, time.Minute, nil
+	case "h":
+		return n, time.Hour, nil
+	}
+	return 0, 0, fmt.Errorf("%q: the unit must be s, m or h", s)
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// loadavg is /proc/loadavg's 1, 5 and 15 minute averages and the CPUs.
+func loadavg() string {
+	f, err := os.Open("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
+	fs := strings.Fields(line)
+	if len(fs) < 3 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%s %s %s on %d CPUs", fs[0], fs[1], fs[2], runtime.NumCPU())
+}
