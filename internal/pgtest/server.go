@@ -33,6 +33,9 @@ func Start() (*Server, error) {
 // CreateDB creates the database name (letters, digits and _ only) and
 // returns its URL: postgres://USER@/NAME?host=SOCKETDIR&sslmode=disable.
 func (s *Server) CreateDB(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("pgtest: no database name")
+	}
 	for _, r := range name {
 		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
 			return "", fmt.Errorf("pgtest: database name %q: use a-z, 0-9 and _", name)

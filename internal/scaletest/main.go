@@ -245,9 +245,18 @@ func (e *env) setup(ctx context.Context) error {
 	return nil
 }
 
-// writeConfig writes the replicas' configuration; sessions differ only in
-// [serve] stateless.
+// writeConfig writes the replicas' configuration to the file name.
 func (e *env) writeConfig(name string, stateless bool) string {
+	p := filepath.Join(e.dir, name)
+	if err := os.WriteFile(p, []byte(e.replicaConfig(stateless)), 0o600); err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// replicaConfig is the replicas' configuration; session replicas differ
+// only in [serve] stateless.
+func (e *env) replicaConfig(stateless bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# make scale-test: one toolhost serve replica of several sharing one PostgreSQL.
 [host]
@@ -287,11 +296,7 @@ path = %q
 	if *withGrants {
 		fmt.Fprintf(&b, "\n[tools.%s]\ngrant = \"required\"\n", grantedTool)
 	}
-	p := filepath.Join(e.dir, name)
-	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
-		panic(err)
-	}
-	return p
+	return b.String()
 }
 
 // start starts the replica's toolhost serve and waits until /readyz
@@ -367,15 +372,21 @@ func (r *replica) stop(sig syscall.Signal, wait time.Duration) bool {
 	return true
 }
 
-// startHAProxy writes haproxy.cfg and runs HAProxy in the foreground.
-func (e *env) startHAProxy(ctx context.Context) error {
+// haproxyConfig is haproxy.cfg: a round-robin frontend for the stateless
+// replicas, a sticky one for the session replicas.
+func (e *env) haproxyConfig() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# make scale-test: HAProxy in front of the toolhost serve replicas (loopback only).
 global
     maxconn 4096
+    log stdout format raw local0
 
 defaults
     mode http
+    # haproxy.log: the requests that did not end normally.
+    log global
+    option httplog
+    option dontlog-normal
     timeout connect 1s
     timeout client  60s
     timeout server  60s
@@ -432,8 +443,13 @@ backend sessions
 			fmt.Fprintf(&b, "    server %s 127.0.0.1:%d\n", r.name, r.port)
 		}
 	}
+	return b.String()
+}
+
+// startHAProxy writes haproxy.cfg and runs HAProxy in the foreground.
+func (e *env) startHAProxy(ctx context.Context) error {
 	cfg := filepath.Join(e.dir, "haproxy.cfg")
-	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(e.haproxyConfig()), 0o600); err != nil {
 		return err
 	}
 	check := exec.Command(*haproxyBin, "-c", "-f", cfg)
@@ -472,6 +488,51 @@ backend sessions
 	return nil
 }
 
+// killLog is when replicas were killed, to tell a call cut by a kill
+// (in flight when one was killed) from one cut for no reason. A kill lasts
+// from the SIGKILL until its exit is seen: a dying process (tens of ms on
+// a busy machine) still has its sockets, and takes requests it never
+// answers.
+type killLog struct {
+	mu      sync.Mutex
+	from    []time.Time
+	to      []time.Time
+	session []bool // kill i was of a session replica
+}
+
+var kills killLog
+
+// begin records a kill starting now (before the signal, so that a call
+// that sees its effect finds it), until end(i).
+func (k *killLog) begin(session bool) (i int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.from = append(k.from, time.Now())
+	k.to = append(k.to, time.Now().Add(time.Hour))
+	k.session = append(k.session, session)
+	return len(k.from) - 1
+}
+
+// end records that kill i's process has exited.
+func (k *killLog) end(i int) {
+	k.mu.Lock()
+	k.to[i] = time.Now()
+	k.mu.Unlock()
+}
+
+// during reports whether a replica of the kind was killed between t0 and
+// t1.
+func (k *killLog) during(t0, t1 time.Time, session bool) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i := range k.from {
+		if k.session[i] == session && !k.from[i].After(t1) && !k.to[i].Before(t0) {
+			return true
+		}
+	}
+	return false
+}
+
 // counts are one client group's figures.
 type counts struct {
 	attempts  atomic.Int64 // requests sent (retries included)
@@ -480,6 +541,7 @@ type counts struct {
 	failed    atomic.Int64 // calls that failed even when retried, or with an unexpected result
 	refused   atomic.Int64 // isError results the check expects (grant required, rate limited)
 	cut       atomic.Int64 // attempts that failed at the client (their fate at the replica is unknown)
+	cutNoKill atomic.Int64 // of those, attempts during which no replica was killed
 	reinit    atomic.Int64 // sessions re-initialized
 	mu        sync.Mutex
 	samples   []string
@@ -532,6 +594,7 @@ type client struct {
 	tok     string
 	hc      *http.Client
 	cs      *mcp.ClientSession
+	since   time.Time // when cs was connected
 }
 
 func newClient(url, tok string, session bool, tr http.RoundTripper) *client {
@@ -550,7 +613,7 @@ func (c *client) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.cs = cs
+	c.cs, c.since = cs, time.Now()
 	return nil
 }
 
@@ -613,6 +676,10 @@ func (c *client) callRetry(tool string, n *counts, expect string) (success bool)
 			return false
 		}
 		n.cut.Add(1)
+		if !kills.during(t0, time.Now(), false) {
+			n.cutNoKill.Add(1)
+			n.sample(fmt.Sprintf("%s: cut with no kill (%s to %s): %v", tool, t0.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), err))
+		}
 		if attempt == 1 {
 			n.failed.Add(1)
 			n.sample(tool + ": retried: " + err.Error())
@@ -725,6 +792,13 @@ func (e *env) load(ctx context.Context) error {
 						n.sample("session: isError: " + text(res))
 					default:
 						n.cut.Add(1)
+						// The session ended when its replica was killed,
+						// which may be before this call: any time since
+						// it was created.
+						if !kills.during(c.since, time.Now(), true) {
+							n.cutNoKill.Add(1)
+							n.sample("session: cut with no kill: " + err.Error())
+						}
 						sessLost.Add(1)
 						if c.connect(lctx) == nil {
 							n.reinit.Add(1)
@@ -745,7 +819,7 @@ func (e *env) load(ctx context.Context) error {
 
 	// The killer: every -kill, SIGKILL a stateless replica (in turn) and
 	// start it again; every second time also a session replica.
-	kills, sessKills := 0, 0
+	nKills, sessKills := 0, 0
 	var restartErr error
 	var restarts sync.WaitGroup
 	tick := time.NewTicker(*killEvery)
@@ -758,16 +832,18 @@ func (e *env) load(ctx context.Context) error {
 			if time.Until(t0.Add(*duration)) < time.Second {
 				continue // no kill in the last second: nothing would see it
 			}
-			victims := []*replica{stateless[kills%len(stateless)]}
-			if kills%2 == 1 && len(sess) > 0 {
+			victims := []*replica{stateless[nKills%len(stateless)]}
+			if nKills%2 == 1 && len(sess) > 0 {
 				victims = append(victims, sess[sessKills%len(sess)])
 				sessKills++
 			}
-			kills++
+			nKills++
 			for _, r := range victims {
+				k := kills.begin(r.session)
 				r.stop(syscall.SIGKILL, 10*time.Second)
+				kills.end(k)
 				r.killed++
-				fmt.Printf("scale-test: %5.1fs killed %s\n", time.Since(t0).Seconds(), r.name)
+				fmt.Printf("scale-test: %5.1fs killed %s (%s)\n", time.Since(t0).Seconds(), r.name, time.Now().Format("15:04:05.000"))
 				restarts.Add(1)
 				go func() {
 					defer restarts.Done()
@@ -810,7 +886,7 @@ func (e *env) load(ctx context.Context) error {
 		return s
 	}
 	made := total(func(n *counts) int64 { return n.ok.Load() + n.retriedOK.Load() + n.failed.Load() + n.refused.Load() })
-	fmt.Printf("scale-test: %d kills of stateless replicas and %d of session replicas in %v\n", kills, sessKills, elapsed.Round(time.Millisecond))
+	fmt.Printf("scale-test: %d kills of stateless replicas and %d of session replicas in %v\n", nKills, sessKills, elapsed.Round(time.Millisecond))
 	fmt.Printf("scale-test: calls made %d (%.0f/s), requests sent %d\n", made, float64(made)/elapsed.Seconds(), total(func(n *counts) int64 { return n.attempts.Load() }))
 	for _, g := range []string{"load", "granted", "limited", "session"} {
 		n := groups[g]
@@ -818,8 +894,8 @@ func (e *env) load(ctx context.Context) error {
 			continue
 		}
 		p50, p99, top := n.quantiles()
-		fmt.Printf("scale-test:   %-8s ok %d, retried once and ok %d, refused as expected %d, failed %d, cut at the client %d, re-initialized %d; latency p50 %v p99 %v max %v\n",
-			g, n.ok.Load(), n.retriedOK.Load(), n.refused.Load(), n.failed.Load(), n.cut.Load(), n.reinit.Load(),
+		fmt.Printf("scale-test:   %-8s ok %d, retried once and ok %d, refused as expected %d, failed %d, cut at the client %d (%d with no kill), re-initialized %d; latency p50 %v p99 %v max %v\n",
+			g, n.ok.Load(), n.retriedOK.Load(), n.refused.Load(), n.failed.Load(), n.cut.Load(), n.cutNoKill.Load(), n.reinit.Load(),
 			p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), top.Round(10*time.Microsecond))
 		for _, s := range n.samples {
 			fmt.Printf("scale-test:     %s\n", s)
@@ -830,6 +906,9 @@ func (e *env) load(ctx context.Context) error {
 	fmt.Printf("scale-test: calls failed %d; calls in flight on a killed replica, retried once by the client: %d\n", failed, retried)
 	if failed != 0 {
 		off("%d calls failed", failed)
+	}
+	if c := total(func(n *counts) int64 { return n.cutNoKill.Load() }); c != 0 {
+		off("%d attempts were cut while no replica was killed", c)
 	}
 	if made == 0 || groups["load"].ok.Load() == 0 {
 		off("no call succeeded")
@@ -870,7 +949,7 @@ func (e *env) load(ctx context.Context) error {
 		}
 	}
 	if *withAudit {
-		if err := e.checkAudit(groups, kills+sessKills, off); err != nil {
+		if err := e.checkAudit(groups, nKills+sessKills, off); err != nil {
 			return err
 		}
 	}
