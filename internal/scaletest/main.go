@@ -148,6 +148,48 @@ type replica struct {
 	starts  int
 	killed  int
 	session bool
+	genMu   sync.Mutex
+	gens    []*gen // every process of the slot, in order
+}
+
+// gen is one process of a replica slot.
+type gen struct {
+	pid      int
+	start    time.Time
+	sig      syscall.Signal // how it was stopped (0: still running)
+	answered int64          // calls it answered (audit check)
+}
+
+// answerLog counts the calls each replica process answered.
+type answerLog struct {
+	mu       sync.Mutex
+	replicas []*replica
+	unknown  int64 // answers the proxy did not name a replica for
+}
+
+var answers answerLog
+
+// add counts an answer of the slot to a request sent at t: the slot's last
+// process started by then (a killed process answers nothing sent after its
+// kill, and its successor, started after it, gets requests only when the
+// proxy's health check has seen it up).
+func (a *answerLog) add(slot string, t time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range a.replicas {
+		if r.name != slot {
+			continue
+		}
+		r.genMu.Lock()
+		defer r.genMu.Unlock()
+		for i := len(r.gens) - 1; i >= 0; i-- {
+			if !r.gens[i].start.After(t) {
+				r.gens[i].answered++
+				return
+			}
+		}
+	}
+	a.unknown++
 }
 
 func (e *env) cleanup() {
@@ -221,6 +263,7 @@ func (e *env) setup(ctx context.Context) error {
 		}
 		r.log = filepath.Join(e.dir, r.name+".log")
 		e.replicas = append(e.replicas, r)
+		answers.replicas = append(answers.replicas, r)
 	}
 	// The first replica alone first, so that it applies the migrations
 	// (the others would wait on the advisory lock) and warms the caches.
@@ -324,6 +367,9 @@ func (r *replica) start(ctx context.Context, dir string) error {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	r.cmd, r.done = cmd, done
+	r.genMu.Lock()
+	r.gens = append(r.gens, &gen{pid: cmd.Process.Pid, start: time.Now()})
+	r.genMu.Unlock()
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", r.port)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -361,6 +407,9 @@ func (r *replica) stop(sig syscall.Signal, wait time.Duration) bool {
 	if r.cmd == nil {
 		return false
 	}
+	r.genMu.Lock()
+	r.gens[len(r.gens)-1].sig = sig
+	r.genMu.Unlock()
 	syscall.Kill(-r.cmd.Process.Pid, sig)
 	select {
 	case <-r.done:
@@ -513,12 +562,20 @@ func (k *killLog) begin(session bool) (i int) {
 	return len(k.from) - 1
 }
 
-// end records that kill i's process has exited.
+// end records that kill i's process has exited. The kill's effects last
+// until HAProxy's health check has seen it (inter 250ms, timeout check 1s:
+// until then a request may be sent on an idle connection to the dead
+// replica, and the proxy does not resend it: the request may have reached
+// the server), so the kill counts until then.
 func (k *killLog) end(i int) {
 	k.mu.Lock()
-	k.to[i] = time.Now()
+	k.to[i] = time.Now().Add(killDetect)
 	k.mu.Unlock()
 }
+
+// killDetect is how long after a replica's exit HAProxy may still send it
+// a request: a health check interval and its timeout.
+const killDetect = 1250 * time.Millisecond
 
 // during reports whether a replica of the kind was killed between t0 and
 // t1.
@@ -579,12 +636,17 @@ func (c *counts) sample(s string) {
 type bearer struct {
 	tok  string
 	base http.RoundTripper
+	last *atomic.Value // string: the X-Toolhost-Replica of the last response
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.tok)
-	return b.base.RoundTrip(r)
+	resp, err := b.base.RoundTrip(r)
+	if err == nil && r.Method == http.MethodPost {
+		b.last.Store(resp.Header.Get("X-Toolhost-Replica"))
+	}
+	return resp, err
 }
 
 // client is one go-sdk client of one group.
@@ -595,10 +657,20 @@ type client struct {
 	hc      *http.Client
 	cs      *mcp.ClientSession
 	since   time.Time // when cs was connected
+	last    atomic.Value
+}
+
+// answered records that the call just made was answered (by the replica
+// the proxy named), for the audit check.
+func (c *client) answered(sent time.Time) {
+	slot, _ := c.last.Load().(string)
+	answers.add(slot, sent)
 }
 
 func newClient(url, tok string, session bool, tr http.RoundTripper) *client {
-	return &client{url: url, tok: tok, session: session, hc: &http.Client{Transport: bearer{tok, tr}}}
+	c := &client{url: url, tok: tok, session: session}
+	c.hc = &http.Client{Transport: bearer{tok, tr, &c.last}}
+	return c
 }
 
 func (c *client) connect(ctx context.Context) error {
@@ -635,6 +707,18 @@ func (c *client) call(tool string) (*mcp.CallToolResult, error) {
 	return c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: statelessArgs[tool]})
 }
 
+// expected reports whether the text of an isError result has one of the
+// |-separated words of expect (case aside).
+func expected(text, expect string) bool {
+	text = strings.ToLower(text)
+	for _, w := range strings.Split(expect, "|") {
+		if w != "" && strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
+}
+
 func text(res *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -654,6 +738,9 @@ func (c *client) callRetry(tool string, n *counts, expect string) (success bool)
 		n.attempts.Add(1)
 		t0 := time.Now()
 		res, err := c.call(tool)
+		if err == nil {
+			c.answered(t0)
+		}
 		switch {
 		case err == nil && !res.IsError:
 			if attempt == 0 {
@@ -663,7 +750,7 @@ func (c *client) callRetry(tool string, n *counts, expect string) (success bool)
 				n.retriedOK.Add(1)
 			}
 			return true
-		case err == nil && expect != "" && strings.Contains(strings.ToLower(text(res)), expect):
+		case err == nil && expected(text(res), expect):
 			n.refused.Add(1)
 			return false
 		case err != nil && expect == "rate limited" && strings.Contains(err.Error(), "Too Many Requests"):
@@ -771,7 +858,7 @@ func (e *env) load(ctx context.Context) error {
 				case "load":
 					c.callRetry(statelessTools[(i+k)%len(statelessTools)], n, "")
 				case "granted":
-					c.callRetry(grantedTool, n, "grant required")
+					c.callRetry(grantedTool, n, "grant required|needs a grant")
 					pause(lctx, 100*time.Millisecond)
 				case "limited":
 					c.callRetry("fixture__echo", n, "rate limited")
@@ -783,6 +870,9 @@ func (e *env) load(ctx context.Context) error {
 					n.attempts.Add(1)
 					t0 := time.Now()
 					res, err := c.call(sessionToolName)
+					if err == nil {
+						c.answered(t0)
+					}
 					switch {
 					case err == nil && !res.IsError:
 						n.ok.Add(1)
@@ -804,7 +894,12 @@ func (e *env) load(ctx context.Context) error {
 							n.reinit.Add(1)
 						}
 						n.attempts.Add(1)
-						if res, err := c.call(sessionToolName); err == nil && !res.IsError {
+						t1 := time.Now()
+						res, err := c.call(sessionToolName)
+						if err == nil {
+							c.answered(t1)
+						}
+						if err == nil && !res.IsError {
 							n.retriedOK.Add(1)
 						} else if lctx.Err() == nil {
 							n.failed.Add(1)
@@ -960,8 +1055,12 @@ func (e *env) load(ctx context.Context) error {
 }
 
 // checkAudit compares the audit rows of tools/call in the shared store
-// with the calls: every answered call has a row unless its replica was
-// killed with the record still queued; no call has two.
+// with the calls, replica process by replica process (the row's replica is
+// hostname:pid; the proxy names the replica that answered each call): a
+// process stopped by SIGTERM has flushed a row for every call it answered;
+// a killed one lost at most the records still queued (reported). No process
+// may have more rows than the calls it answered and the attempts cut by
+// kills.
 func (e *env) checkAudit(groups map[string]*counts, kills int, off func(string, ...any)) error {
 	db, err := sql.Open("pgx", e.dbURL)
 	if err != nil {
@@ -969,30 +1068,80 @@ func (e *env) checkAudit(groups map[string]*counts, kills int, off func(string, 
 	}
 	defer db.Close()
 	tools := append([]string{grantedTool}, statelessTools...)
-	var rows int64
-	if err := db.QueryRow(`SELECT count(*) FROM audit WHERE op = '' AND tool IN ($1, $2, $3)`, tools[0], tools[1], tools[2]).Scan(&rows); err != nil {
+	rs, err := db.Query(`SELECT replica, count(*) FROM audit WHERE op = '' AND tool IN ($1, $2, $3) GROUP BY replica`, tools[0], tools[1], tools[2])
+	if err != nil {
 		return fmt.Errorf("%w: count audit rows: %v", errSetup, err)
 	}
-	var answered, cut int64
+	defer rs.Close()
+	rowsOf := map[int]int64{}
+	var rows int64
+	for rs.Next() {
+		var replica string
+		var n int64
+		if err := rs.Scan(&replica, &n); err != nil {
+			return fmt.Errorf("%w: count audit rows: %v", errSetup, err)
+		}
+		rows += n
+		pid, _ := strconv.Atoi(replica[strings.LastIndex(replica, ":")+1:])
+		rowsOf[pid] += n
+	}
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("%w: count audit rows: %v", errSetup, err)
+	}
+	answered := answers.unknown
+	var cut int64
 	for _, n := range groups {
-		answered += n.ok.Load() + n.retriedOK.Load() + n.refused.Load()
 		cut += n.cut.Load()
 	}
-	// A cut attempt may or may not have reached a replica (and been
-	// recorded); a failed call's last attempt is among the cut ones or
-	// was answered with an unexpected isError (then it has a row).
-	failedAnswered := int64(0)
-	for _, n := range groups {
-		failedAnswered += n.failed.Load()
+	for _, r := range e.replicas {
+		for _, g := range r.gens {
+			answered += g.answered
+		}
 	}
-	lost := answered - rows
-	fmt.Printf("scale-test: audit: %d rows of tools/call in the shared store; %d calls answered, %d attempts cut by kills; records lost with killed replicas: at least %d; rows of cut attempts: at least %d\n",
-		rows, answered, cut, max(lost, 0), max(-lost, 0))
+	var lostKilled, lostTerm, extra int64
+	var detail []string
+	for _, r := range e.replicas {
+		for _, g := range r.gens {
+			got := rowsOf[g.pid]
+			delete(rowsOf, g.pid)
+			d := g.answered - got
+			switch {
+			case d > 0 && g.sig == syscall.SIGKILL:
+				lostKilled += d
+			case d > 0:
+				lostTerm += d
+			case d < 0:
+				extra += -d
+			}
+			if d != 0 {
+				detail = append(detail, fmt.Sprintf("%s pid %d (%v): %d answered, %d rows", r.name, g.pid, g.sig, g.answered, got))
+			}
+		}
+	}
+	var strays int64
+	for _, n := range rowsOf {
+		strays += n
+	}
+	fmt.Printf("scale-test: audit: %d rows of tools/call in the shared store for %d calls answered (%d answers the proxy did not name a replica for) and %d attempts cut by kills\n",
+		rows, answered, answers.unknown, cut)
+	fmt.Printf("scale-test: audit: records lost by killed replicas %d (in %d kills), by replicas stopped with SIGTERM %d; rows beyond the answered calls %d (cut attempts the replica finished), rows of no replica process of this run %d\n",
+		lostKilled, kills, lostTerm, extra, strays)
+	for i, d := range detail {
+		if i == 12 {
+			fmt.Printf("scale-test:     ... %d more\n", len(detail)-i)
+			break
+		}
+		fmt.Printf("scale-test:     %s\n", d)
+	}
 	switch {
-	case rows > answered+cut+failedAnswered:
-		off("audit: %d rows, more than the %d requests that reached a replica", rows, answered+cut+failedAnswered)
-	case lost > 0 && kills == 0:
-		off("audit: %d records missing without a kill", lost)
+	case lostTerm > 0:
+		off("audit: %d records of replicas stopped with SIGTERM are missing", lostTerm)
+	case extra > cut:
+		off("audit: %d rows more than the calls answered, beyond the %d cut attempts", extra, cut)
+	case strays > 0:
+		off("audit: %d rows of processes that are not this run's replicas", strays)
+	case answers.unknown > 0:
+		off("audit: %d answers without X-Toolhost-Replica", answers.unknown)
 	}
 	return nil
 }
