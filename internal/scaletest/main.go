@@ -26,7 +26,8 @@
 // (rows in the audit table = calls, after the replicas flushed on SIGTERM;
 // the records of killed replicas that were lost are reported). It exits 1
 // when a figure is off, 2 on a setup error. Every child is killed at exit
-// and the temporary directory removed (-keep keeps it).
+// and the temporary directory removed (-keep keeps it; so does a failure,
+// for its logs: the replicas', haproxy.log).
 //
 //	go run ./internal/scaletest                 # make scale-test
 //	go run ./internal/scaletest -duration 20s -kill 5s -grants -rate -audit
@@ -111,6 +112,8 @@ func run() int {
 		return 0
 	case errors.Is(err, errFigureOff):
 		fmt.Printf("scale-test: FAIL: %v\n", err)
+		fmt.Printf("scale-test: logs (replicas, haproxy.log) in %s (kept)\n", e.dir)
+		*keep = true
 		return 1
 	default:
 		fmt.Printf("scale-test: ERROR: %v\n", err)
