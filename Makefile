@@ -7,7 +7,7 @@ WASMENV  := GOOS=wasip1 GOARCH=wasm
 # Keep npx's downloads in one cache so repeated runs start fast.
 export npm_config_cache ?= $(HOME)/.npm
 
-.PHONY: all build run test tsclient srt bench stress stress-rss stress-serve conformance lint plugins fixtures clean tidy
+.PHONY: all build run test tsclient srt bench stress stress-rss stress-serve conformance lint plugins fixtures clean tidy scale-test
 
 all: build plugins
 
@@ -137,6 +137,24 @@ conformance:
 stress-serve: build plugins
 	$(GO) test -count=1 -v -timeout 10m -run '^TestStressServe$$' ./host/gateway -stress 60s -stress-kill 10s > $(BIN)/stress-serve.out 2>&1; \
 	  rc=$$?; grep -E '^(stress-serve:|--- |\s+stress_test|ok|FAIL)' $(BIN)/stress-serve.out; exit $$rc
+
+## scale-test: issue 25's scale-out run (internal/scaletest): 3 toolhost serve
+## replicas (stateless) and 2 with sessions sharing a private PostgreSQL, behind
+## HAProxy on loopback; 50 go-sdk clients and 4 session clients for 60s, one
+## replica killed (SIGKILL) every 10s and restarted; prints the figures and
+## fails when one is off (about 90s). Installs haproxy and postgresql from
+## Debian when missing (apt-get: as root, else with sudo). SCALEFLAGS adds
+## checks of features, e.g. SCALEFLAGS='-grants -rate -audit'.
+SCALEFLAGS ?=
+scale-test: build plugins/time.wasm
+	@missing=; command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || missing="$$missing haproxy"; \
+	  ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	  if [ -n "$$missing" ]; then \
+	    sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	    echo "scale-test: installing$$missing from Debian"; \
+	    $$sudo apt-get update && $$sudo apt-get install -y $$missing || exit 1; \
+	  fi
+	$(GO) run ./internal/scaletest $(SCALEFLAGS)
 
 ## bench: benchmarks side by side in one run (medians over -count runs), then
 ## each comparison as a benchstat table: every column against the first.
