@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +75,30 @@ func TestResilienceErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.toml:") {
 			t.Errorf("%s: got %v, want %q with its position", c.toml, err, c.want)
 		}
+	}
+}
+
+// TestResilienceReadme: the README's example of the resilience keys is a
+// valid configuration, and means what the README says.
+func TestResilienceReadme(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "### Per-tool resilience and circuit breakers that survive\n")
+	if !ok {
+		t.Fatal("README section not found")
+	}
+	_, block, _ := strings.Cut(sec, "```toml\n")
+	block, _, _ = strings.Cut(block, "```")
+	cfg, err := Parse([]byte(block), &Options{Name: "README.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := cfg.Tools["fs__read_file"]
+	first, most := tl.RetryWait()
+	if tl.Timeout.Std() != 5*time.Second || tl.RetryLimit() != 2 || first != 100*time.Millisecond || most != time.Second ||
+		strings.Join(tl.Fallback, " ") != "backup__read_file cache__read_file" || !tl.Retry {
+		t.Fatalf("README example: %+v", tl)
 	}
 }

@@ -81,7 +81,9 @@ func newAttemptServer(t *testing.T, tools ...string) *attemptServer {
 	s := mcp.NewServer(&mcp.Implementation{Name: "attempts", Version: "1"}, nil)
 	for _, name := range tools {
 		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, errors.New("unreachable") })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return nil, errors.New("unreachable")
+			})
 	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
