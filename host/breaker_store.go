@@ -43,6 +43,7 @@ import (
 const (
 	breakerQueue     = 256
 	breakerIOTimeout = 2 * time.Second
+	breakerFlush     = 5 * time.Second // all the writes left at Close
 )
 
 // breakerRefresh is how often a shared store's breaker state is read.
@@ -202,9 +203,18 @@ func (s *breakerShare) run() {
 			}
 			s.expire(time.Now())
 		case <-s.stop:
+			// What is queued is written, within breakerFlush in all: a
+			// store that does not answer must not hold Close up for a
+			// queue of writes (each bounded on its own).
+			end := time.Now().Add(breakerFlush)
 			for {
 				select {
 				case w := <-s.queue:
+					if time.Now().After(end) {
+						n := int64(1 + len(s.queue))
+						s.logger.Warn("circuit breaker state not written at close: the store is too slow", "dropped", n, "total_dropped", s.dropped.Add(n))
+						return
+					}
 					s.write(w)
 				default:
 					return
