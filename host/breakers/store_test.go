@@ -1,8 +1,16 @@
-package host_test
+// Package breakers_test tests the circuit breaker state a Host keeps in its
+// store (host/breaker_store.go) on both engines: a restart on one SQLite file,
+// and two Hosts (replicas) on one PostgreSQL database. It is a package of its
+// own because PostgreSQL (internal/pgtest) runs as a child of the test binary
+// for the whole run, which the host package's fault tests would count as a
+// child process left behind.
+package breakers_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,12 +18,41 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
+
+func TestMain(m *testing.M) {
+	code := testutil.Main(m)
+	pgtest.Stop()
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func statusOf(h *host.Host, name string) host.BackendStatus {
+	for _, s := range h.Status() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return host.BackendStatus{}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
 
 // breakerConfig is a backend whose circuit opens at its first failure (a
 // call of sleep past the 150ms timeout) and stays open for a minute, with
