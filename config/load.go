@@ -517,6 +517,8 @@ func (l *loader) field(prim toml.Primitive, key toml.Key, fv reflect.Value) {
 		}
 	case *Backoff, *Circuit:
 		l.table(prim, key, fv)
+	case *Fallbacks, *RetryBackoff: // [tools.NAME] fallback and backoff (resilience.go)
+		l.resilienceField(prim, raw, key, fv)
 	case **OAuth:
 		*p = &OAuth{}
 		l.table(prim, key, reflect.ValueOf(*p).Elem())

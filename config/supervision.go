@@ -122,10 +122,30 @@ type ToolOptions struct {
 	// only calls that never reached the backend are retried. Server
 	// annotations (idempotentHint) are untrusted hints and never count.
 	Retry bool `toml:"retry"`
-	// Fallback is another catalogue tool called with the same arguments
-	// when this tool's circuit is open, its backend is unavailable, or its
-	// retries are exhausted. Fallbacks are not chained.
-	Fallback string `toml:"fallback"`
+	// Resilience (issue 25 item 7; decoded and checked in resilience.go).
+	//
+	// Timeout is the tool's own deadline for one call (key timeout, like
+	// "5s"), from the call's start: it replaces its backend's timeout (or
+	// [host] call_timeout) for this tool, shorter or longer; the caller's
+	// deadline still applies when earlier. 0: the backend's.
+	Timeout Duration `toml:"timeout" json:",omitzero"`
+	// MaxRetries caps how many times one call is sent again (key
+	// max_retries, 0 to 20; nil: DefaultMaxRetries, 3): calls that never
+	// reached the backend, and, with retry = true, those it failed. Retries
+	// also stop at the call's deadline.
+	MaxRetries *int `toml:"max_retries" json:",omitempty"`
+	// Backoff is the wait between retries (key backoff: "100ms" or
+	// { initial = "100ms", max = "2s" }; defaults 20ms and 1s): exponential,
+	// factor 2, ±50% jitter.
+	Backoff RetryBackoff `toml:"backoff" json:",omitzero"`
+	// Fallback are other catalogue tools tried in order, with the same
+	// arguments, when this tool's circuit is open, its backend is
+	// unavailable, or its retries are exhausted (key fallback: "b__y" or
+	// ["a__x", "b__y"]). Each goes through the whole pipeline (its own
+	// policy decision, audit record and deadline); the first that does not
+	// fail answers. Fallbacks are not chained: a fallback's own fallbacks
+	// are not used.
+	Fallback Fallbacks `toml:"fallback"`
 }
 
 // toolNameRE is host.ToolNamePattern.
@@ -225,12 +245,6 @@ func (l *loader) validateTools(cfg *Config) {
 		if !toolNameRE.MatchString(name) {
 			l.errorf(key, "%q is not a catalogue tool name (like \"fs__read_file\", at most 64 letters, digits, _ and -)", name)
 		}
-		switch {
-		case t.Fallback == "":
-		case t.Fallback == name:
-			l.errorf(append(key, "fallback"), "a tool cannot be its own fallback")
-		case !toolNameRE.MatchString(t.Fallback):
-			l.errorf(append(key, "fallback"), "%q is not a catalogue tool name (like \"fs__read_file\")", t.Fallback)
-		}
+		l.validateResilience(name, t, key)
 	}
 }

@@ -121,11 +121,12 @@ type hooks struct {
 	spawn            func(func())    // run f on a goroutine that Host.Close waits for
 	stop             <-chan struct{} // closed by Host.Close
 	startupTimeout   time.Duration   // Options.StartupTimeout; 0: the backend's startup_timeout
+	breakers         *breakerShare   // breaker state in the store (breaker_store.go); nil: memory only
 }
 
 // hooks returns the hooks of h's backends.
 func (h *Host) hooks() hooks {
-	return hooks{emit: h.emit, catalogueChanged: h.catalogueChanged, spawn: h.spawn, stop: h.stop, startupTimeout: h.opts.StartupTimeout}
+	return hooks{emit: h.emit, catalogueChanged: h.catalogueChanged, spawn: h.spawn, stop: h.stop, startupTimeout: h.opts.StartupTimeout, breakers: h.brShare}
 }
 
 // spawn runs f on a goroutine that Close waits for.
@@ -345,11 +346,11 @@ func (b *backend) firstRewrite(tool string) bool {
 // newBreaker makes a breaker for b (tool "") or one of its tools, which
 // emits an EventCircuit on every change.
 func (b *backend) newBreaker(tool string) *breaker {
-	name := b.name
+	name, key := b.name, backendKey(b.name)
 	if tool != "" {
-		name = tool
+		name, key = tool, toolKey(b.name, tool)
 	}
-	return newBreaker(name, b.sv.CircuitBreaker, func(from, to string) {
+	return newBreaker(name, b.sv.CircuitBreaker, b.hooks.breakers, key, func(from, to string) {
 		b.logger.Warn("circuit breaker", "tool", tool, "from", from, "to", to)
 		b.hooks.emit(Event{Kind: EventCircuit, Backend: b.name, Tool: tool, Circuit: to})
 	})

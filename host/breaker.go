@@ -24,15 +24,26 @@ const (
 // after Failures consecutive failures, half-open after Cooldown, closed
 // after Successes consecutive successes (a failure while half-open opens
 // it again). It remembers when it opened, for ErrCircuitOpen's message.
+//
+// With a store (breaker_store.go), each state change is written through to
+// it under key, and an open read from the store (another replica's, or this
+// host's before a restart) is in remote: while it lasts the breaker fails
+// fast as if open.
 type breaker struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	cooldown time.Duration
 	failures int
 	openAt   atomic.Int64 // UnixNano of the last transition to open
+	remote   *remoteSlot  // nil without a store
 }
 
-func newBreaker(name string, c config.Circuit, onChange func(from, to string)) *breaker {
-	br := &breaker{cooldown: c.Cooldown.Std(), failures: c.Failures}
+// newBreaker makes a breaker; share (nil without a store) keeps its state
+// under key.
+func newBreaker(name string, c config.Circuit, share *breakerShare, key string, onChange func(from, to string)) *breaker {
+	br := &breaker{cooldown: c.Cooldown.Std(), failures: c.Failures, remote: share.slot(key)}
+	if br.remote != nil {
+		br.remote.br.Store(br)
+	}
 	br.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name: name,
 		// Successes calls are let through while half-open; all must
@@ -44,6 +55,7 @@ func newBreaker(name string, c config.Circuit, onChange func(from, to string)) *
 			if to == gobreaker.StateOpen {
 				br.openAt.Store(time.Now().UnixNano())
 			}
+			share.save(key, circuitName(to), c.Failures, br.cooldown)
 			if onChange != nil {
 				onChange(circuitName(from), circuitName(to))
 			}
@@ -62,13 +74,32 @@ func circuitName(s gobreaker.State) string {
 	return CircuitClosed
 }
 
-// state returns the breaker's state ("closed", "open", "half-open").
-func (br *breaker) state() string { return circuitName(br.cb.State()) }
+// state returns the breaker's state ("closed", "open", "half-open"): open
+// while an open read from the store lasts.
+func (br *breaker) state() string {
+	if br.remote.live() != nil {
+		return CircuitOpen
+	}
+	return circuitName(br.cb.State())
+}
+
+// from says where the breaker's open state came from: "" (this process,
+// or not open) or "store: ORIGIN" (opened by ORIGIN, another replica or
+// this host before a restart, as REPLICA#INSTANCE).
+func (br *breaker) from() string {
+	if r := br.remote.live(); r != nil {
+		return "store: " + r.origin
+	}
+	return ""
+}
 
 // allow asks to make one call. On success it returns done, which must be
 // called with the call's outcome (see countsAsFailure); otherwise a
 // *CircuitOpenError.
 func (br *breaker) allow(backend, tool string) (func(failed bool), error) {
+	if r := br.remote.live(); r != nil {
+		return nil, &CircuitOpenError{Backend: backend, Tool: tool, Failures: r.failures, RetryAt: r.until, OpenedBy: r.origin}
+	}
 	done, err := br.cb.Allow()
 	if err != nil {
 		until := time.Now()
@@ -122,6 +153,10 @@ type CircuitOpenError struct {
 	// HalfOpen is set when the breaker is half-open and its trial calls
 	// are taken.
 	HalfOpen bool
+	// OpenedBy names the process that opened the circuit when it was not
+	// this one (read from the store: another replica, or this host before
+	// a restart), as REPLICA#INSTANCE; empty when it opened here.
+	OpenedBy string
 }
 
 func (e *CircuitOpenError) Error() string {
@@ -136,8 +171,12 @@ func (e *CircuitOpenError) Error() string {
 	if in < 0 {
 		in = 0
 	}
-	return fmt.Sprintf("circuit open for %s after %d consecutive failures: calls fail fast until %s (in %v), when a trial call is let through",
-		what, e.Failures, e.RetryAt.Format(time.TimeOnly), in)
+	by := ""
+	if e.OpenedBy != "" {
+		by = " (opened by " + e.OpenedBy + ")"
+	}
+	return fmt.Sprintf("circuit open for %s after %d consecutive failures%s: calls fail fast until %s (in %v), when a trial call is let through",
+		what, e.Failures, by, e.RetryAt.Format(time.TimeOnly), in)
 }
 
 func (e *CircuitOpenError) Unwrap() error { return ErrCircuitOpen }

@@ -161,8 +161,10 @@ func (h *Host) ToolOptionProblems() []string {
 		if missing(name) {
 			out = append(out, fmt.Sprintf("[tools.%s] (line %d): no tool %q in the catalogue", name, t.Line, name))
 		}
-		if t.Fallback != "" && missing(t.Fallback) {
-			out = append(out, fmt.Sprintf("[tools.%s] (line %d): fallback %q is not in the catalogue", name, t.Line, t.Fallback))
+		for _, fb := range t.Fallback {
+			if missing(fb) {
+				out = append(out, fmt.Sprintf("[tools.%s] (line %d): fallback %q is not in the catalogue", name, t.Line, fb))
+			}
 		}
 	}
 	return out

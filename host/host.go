@@ -207,6 +207,9 @@ type Host struct {
 	audit *auditor
 	// state is the host's store (state.go).
 	state stateStore
+	// brShare keeps the breakers' state in the store (breaker_store.go);
+	// nil without a configured store.
+	brShare *breakerShare
 	// noValidate turns argument and output validation off (benchmarks).
 	noValidate bool
 
@@ -298,6 +301,7 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 		h.Close()
 		return nil, err
 	}
+	h.startBreakerShare(ctx) // before any breaker is made (breaker_store.go)
 	if err := h.build(); err != nil {
 		h.Close()
 		return nil, err

@@ -19,11 +19,19 @@ import (
 // enforce the deadline they are given and set none of their own. A
 // fallback is a new attempt with a deadline of its own.
 //
+// A tools/call of a tool with its own [tools.NAME] timeout gets that
+// instead of its backend's (shorter or longer), from the same start.
+//
 // A timeout error that comes back says which deadline passed (see
-// DeadlineError): the backend's timeout or the caller's deadline.
+// DeadlineError): the tool's timeout, the backend's or the caller's.
 func deadlineLayer(h *Host, next handler) handler {
 	return func(ctx context.Context, o *op) (any, error) {
-		ctx, cancel := o.dst.b.bound(ctx, o.req.start)
+		var cancel context.CancelFunc
+		if t := o.dst.entry.opts; t != nil && t.Timeout > 0 && o.req.method == methodCallTool {
+			ctx, cancel = toolBound(ctx, o.req.start, t.Timeout.Std(), o.req.name)
+		} else {
+			ctx, cancel = o.dst.b.bound(ctx, o.req.start)
+		}
 		defer cancel()
 		res, err := next(ctx, o)
 		if err != nil {
@@ -69,6 +77,15 @@ func (b *backend) bound(ctx context.Context, start time.Time) (context.Context, 
 	return context.WithDeadlineCause(ctx, start.Add(b.timeout), &DeadlineError{By: b.timeoutName()})
 }
 
+// toolBound is bound for a tool with its own timeout d ([tools.NAME]
+// timeout): the DeadlineError names "[tools.NAME] timeout (d)".
+func toolBound(ctx context.Context, start time.Time, d time.Duration, name string) (context.Context, context.CancelFunc) {
+	if start.IsZero() {
+		start = time.Now()
+	}
+	return context.WithDeadlineCause(ctx, start.Add(d), &DeadlineError{By: fmt.Sprintf("[tools.%s] timeout (%v)", name, d)})
+}
+
 // timeoutName names b's timeout and where it comes from, for a
 // DeadlineError: "the backend's timeout (2s)", "[host] call_timeout (30s)"
 // or "the default call_timeout (30s)".
@@ -96,8 +113,8 @@ const (
 // ready); when it passed during the request, the transport's timeout
 // error is returned instead, with ": BY passed" added to its text.
 type DeadlineError struct {
-	// By names the deadline: "the backend's timeout (2s)" (its timeout
-	// key), "[host] call_timeout (30s)", "the default call_timeout
+	// By names the deadline: "[tools.NAME] timeout (5s)" (the tool's
+	// own), "the backend's timeout (2s)" (its timeout key), "[host] call_timeout (30s)", "the default call_timeout
 	// (30s)", or "the caller's deadline" (the context given to the call
 	// had an earlier one).
 	By string

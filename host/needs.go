@@ -39,8 +39,10 @@ func Needs(cfg *config.Config, name, profile string) []string {
 	if owners(name) == 0 {
 		return nil
 	}
-	if t := cfg.Tools[name]; t != nil && t.Fallback != "" {
-		owners(t.Fallback)
+	if t := cfg.Tools[name]; t != nil {
+		for _, fb := range t.Fallback {
+			owners(fb)
+		}
 	}
 	if pr := cfg.Profiles[profile]; profile != "" && pr != nil {
 		for _, r := range pr.Requires {

@@ -73,10 +73,14 @@ func (h *Host) Coming(name string) bool {
 
 // waitBound returns ctx bounded by the deadline the tools/call o (not in
 // the catalogue) will have if the backend its name most likely belongs to
-// serves it (the first of owners: longest prefix), from o.req.start; with no
+// serves it (the first of owners: longest prefix; or the tool's own
+// [tools.NAME] timeout), from o.req.start; with no
 // such backend, by [host] call_timeout from o.req.start (the wait then is for
 // lazy backends to list their tools, see ensureStarted).
 func (h *Host) waitBound(ctx context.Context, o *op) (context.Context, context.CancelFunc) {
+	if t := h.config().Tools[o.req.name]; t != nil && t.Timeout > 0 { // the tool's own (layer_deadline.go)
+		return toolBound(ctx, o.req.start, t.Timeout.Std(), o.req.name)
+	}
 	if owners := h.owners(o.req.name); len(owners) > 0 {
 		return owners[0].bound(ctx, o.req.start)
 	}

@@ -40,6 +40,12 @@ type BackendStatus struct {
 	// whose own breaker is not closed.
 	Circuit   string   `json:"circuit"`
 	OpenTools []string `json:"open_tools,omitempty"`
+	// CircuitFrom says where the backend's open circuit came from when it
+	// was not opened by this process: "store: REPLICA#INSTANCE" (another
+	// replica, or this host before a restart; breaker_store.go).
+	// OpenToolsFrom says the same of OpenTools, by catalogue name.
+	CircuitFrom   string            `json:"circuit_from,omitempty"`
+	OpenToolsFrom map[string]string `json:"open_tools_from,omitempty"`
 	// StdoutSkipped counts the lines of a stdio server's stdout that were
 	// skipped on its current connection: lines that are not JSON (a
 	// banner; see strict_stdout) and responses over max_output.
@@ -109,10 +115,17 @@ func (h *Host) Status() []BackendStatus {
 			st.Health = HealthOff
 		}
 		if b.br != nil {
-			st.Circuit = b.br.state()
+			st.Circuit, st.CircuitFrom = b.br.state(), b.br.from()
 		}
 		for name, tb := range b.toolBr {
 			if tb.state() != CircuitClosed {
+				st.OpenTools = append(st.OpenTools, name)
+			}
+		}
+		// Tools open from the store (breaker_store.go), called here or not.
+		st.OpenToolsFrom = b.hooks.breakers.liveTools(b.name)
+		for name := range st.OpenToolsFrom {
+			if tb := b.toolBr[name]; tb == nil || tb.remote.live() == nil {
 				st.OpenTools = append(st.OpenTools, name)
 			}
 		}

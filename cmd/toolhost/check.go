@@ -105,8 +105,18 @@ func (c *cli) check(args []string) int {
 		if t.Retry {
 			opts = append(opts, "retried when the backend fails it (retry = true)")
 		}
-		if t.Fallback != "" {
-			opts = append(opts, "falls back to "+t.Fallback)
+		if t.Timeout > 0 {
+			opts = append(opts, "timeout "+t.Timeout.String())
+		}
+		if t.MaxRetries != nil {
+			opts = append(opts, fmt.Sprintf("at most %d retries", *t.MaxRetries))
+		}
+		if t.Backoff != (config.RetryBackoff{}) {
+			first, most := t.RetryWait()
+			opts = append(opts, fmt.Sprintf("backoff %v up to %v", first, most))
+		}
+		if len(t.Fallback) > 0 {
+			opts = append(opts, "falls back to "+strings.Join(t.Fallback, ", then "))
 		}
 		fmt.Fprintf(c.stdout, "tool %s: %s\n", n, dash(strings.Join(opts, "; ")))
 	}

@@ -525,13 +525,16 @@ func newCorrelationID() string {
 // a backend's (Name and ToolName empty) or a tool's (Name its catalogue
 // name, ToolName that name without the backend's prefix). State is
 // "closed", "open" or "half-open"; Since when it entered that state, when
-// the gateway saw it change (omitted for a closed breaker).
+// the gateway saw it change (omitted for a closed breaker). From says where
+// an open state came from when another process opened it: "store:
+// REPLICA#INSTANCE" (another replica, or this host before a restart).
 type CircuitBreaker struct {
 	ServerID string    `json:"server_id"`
 	Name     string    `json:"name,omitempty"`
 	ToolName string    `json:"tool_name,omitempty"`
 	State    string    `json:"state"`
 	Since    time.Time `json:"since,omitzero"`
+	From     string    `json:"from,omitempty"`
 }
 
 // circuitBreakers serves GET /api/v1/mcp/circuit-breakers: every
@@ -565,7 +568,7 @@ func (g *Gateway) circuitBreakers(w http.ResponseWriter, r *http.Request) {
 			if state == "" {
 				state = "closed"
 			}
-			out = append(out, CircuitBreaker{ServerID: st.Name, State: state, Since: since(st.Name, "", state)})
+			out = append(out, CircuitBreaker{ServerID: st.Name, State: state, Since: since(st.Name, "", state), From: st.CircuitFrom})
 		}
 		prefix := config.ToolPrefix(st.Name, cfg.BackendPrefix(st.Name))
 		for _, n := range st.OpenTools {
@@ -579,7 +582,10 @@ func (g *Gateway) circuitBreakers(w http.ResponseWriter, r *http.Request) {
 					state = c.state
 				}
 			}
-			out = append(out, CircuitBreaker{ServerID: st.Name, Name: n, ToolName: own, State: state, Since: since(st.Name, n, state)})
+			if f := st.OpenToolsFrom[n]; f != "" {
+				state = "open"
+			}
+			out = append(out, CircuitBreaker{ServerID: st.Name, Name: n, ToolName: own, State: state, Since: since(st.Name, n, state), From: st.OpenToolsFrom[n]})
 		}
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"circuit_breakers": out})
