@@ -126,6 +126,15 @@ type ToolOptions struct {
 	// when this tool's circuit is open, its backend is unavailable, or its
 	// retries are exhausted. Fallbacks are not chained.
 	Fallback string `toml:"fallback"`
+
+	// Idempotency (issue 25, item 5; config/idempotency.go).
+	// Idempotent lets a call with an idempotency key (REST
+	// idempotency_key, MCP _meta["io.toolhost/idempotency-key"]) be
+	// answered with the stored result of the first completed call with
+	// that key, within [store] idempotency_ttl. A tool whose annotations
+	// say idempotentHint counts too. Default false: a key on another tool
+	// is ignored (and the audit record says so).
+	Idempotent bool `toml:"idempotent" json:",omitempty"`
 }
 
 // toolNameRE is host.ToolNamePattern.
