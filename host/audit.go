@@ -110,6 +110,11 @@ type AuditRecord struct {
 	// client's trace when it sent a _meta.traceparent, the embedder's
 	// when the context carried a span. Empty when tracing is off.
 	TraceID string `json:"trace_id,omitempty"`
+
+	// Idempotency (issue 25, item 5): what became of the call's
+	// idempotency key (WithIdempotencyKey): IdemFirst, IdemReplay,
+	// IdemIgnored or IdemNotStored; empty without a key.
+	Idempotency string `json:"idempotency,omitempty"`
 }
 
 // AuditAdmin writes the audit record of an operator's action (the REST

@@ -207,6 +207,8 @@ type Host struct {
 	audit *auditor
 	// state is the host's store (state.go).
 	state stateStore
+	// idem are the keyed calls in flight (idempotency.go).
+	idem idempotency
 	// noValidate turns argument and output validation off (benchmarks).
 	noValidate bool
 
