@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/host/store"
 	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/transport"
 )
 
 // idemConfig is the fixture server with its echo, sleep and add tools
@@ -301,7 +302,7 @@ func TestIdempotencyTwoHostsOnePostgres(t *testing.T) {
 	}
 	first := make(chan answer, 1)
 	go func() {
-		res, err := a.CallTool(keyed("shared"), "fx__sleep", map[string]any{"ms": 1500})
+		res, err := a.CallTool(keyed("shared"), "fx__sleep", map[string]any{"ms": 2000})
 		first <- answer{res, err}
 	}()
 	testutil.Eventually(t, 10*time.Second, func() bool {
@@ -311,8 +312,15 @@ func TestIdempotencyTwoHostsOnePostgres(t *testing.T) {
 		}
 		return n == 1
 	}, "replica a never claimed the key")
-	res, err := b.CallTool(keyed("shared"), "fx__sleep", map[string]any{"ms": 1500})
-	if err != nil || text(t, res) != "slept 1500ms" || !replayed(res) {
+	// A duplicate whose deadline passes while it waits fails with a
+	// timeout and leaves the first alone.
+	short, cancel := context.WithTimeout(keyed("shared"), 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.CallTool(short, "fx__sleep", map[string]any{"ms": 2000}); !errors.Is(err, host.ErrTimeout) || !strings.Contains(err.Error(), "replica-a") {
+		t.Fatalf("replica b, short deadline: %v", err)
+	}
+	res, err := b.CallTool(keyed("shared"), "fx__sleep", map[string]any{"ms": 2000})
+	if err != nil || text(t, res) != "slept 2000ms" || !replayed(res) {
 		t.Fatalf("replica b: %v %+v", err, res)
 	}
 	if fa := <-first; fa.err != nil || replayed(fa.res) {
@@ -321,7 +329,61 @@ func TestIdempotencyTwoHostsOnePostgres(t *testing.T) {
 	if na, nb := backendCalls(t, a), backendCalls(t, b); na != 1 || nb != 0 {
 		t.Fatalf("backend calls a=%d b=%d, want 1 and 0", na, nb)
 	}
-	if got := logB.idem("fx__sleep"); fmt.Sprint(got) != "[replay/ok]" {
+	if got := logB.idem("fx__sleep"); fmt.Sprint(got) != "[/timeout replay/ok]" {
 		t.Fatalf("audit of b: %v", got)
+	}
+}
+
+// hintedTools is goTools whose tools named in hint say idempotentHint.
+type hintedTools struct {
+	*goTools
+	hint map[string]bool
+}
+
+func (g hintedTools) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	tools, err := g.goTools.ListTools(ctx)
+	for _, t := range tools {
+		if g.hint[t.Name] {
+			t.Annotations = &mcp.ToolAnnotations{IdempotentHint: true}
+		}
+	}
+	return tools, err
+}
+
+// A tool whose annotations say idempotentHint is idempotent without a
+// [tools.NAME] table; one without the hint ignores the key.
+func TestIdempotencyAnnotationHint(t *testing.T) {
+	h, log := newIdemHost(t, "", nil)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	count := func(name string) goFunc {
+		return func(context.Context, map[string]any) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			runs[name]++
+			return fmt.Sprintf("%s run %d", name, runs[name]), nil
+		}
+	}
+	newTr := func() transport.Transport {
+		return hintedTools{newGoTools(map[string]goFunc{"hinted": count("hinted"), "plain": count("plain")}), map[string]bool{"hinted": true}}
+	}
+	ctx := context.Background()
+	if err := h.Add(ctx, "go", newTr, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"go__hinted", "go__plain"} {
+		for range 2 {
+			if _, err := h.CallTool(keyed("k-"+tool), tool, map[string]any{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if runs["hinted"] != 1 || runs["plain"] != 2 {
+		t.Fatalf("runs %v, want hinted 1 and plain 2", runs)
+	}
+	if got := log.idem("go__plain"); fmt.Sprint(got) != "[ignored/ok ignored/ok]" {
+		t.Fatalf("audit of plain: %v", got)
 	}
 }
