@@ -387,3 +387,25 @@ func TestIdempotencyAnnotationHint(t *testing.T) {
 		t.Fatalf("audit of plain: %v", got)
 	}
 }
+
+// A store that cannot answer refuses a keyed call with ErrStoreUnavailable
+// (503) at once, rather than run it unprotected; calls without a key go on.
+func TestIdempotencyStoreUnavailable(t *testing.T) {
+	db, err := store.Open(context.Background(), "sqlite::memory:", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newIdemHost(t, "", db)
+	db.Close()
+	start := time.Now()
+	_, err = h.CallTool(keyed("k"), "fx__echo", map[string]any{"text": "x"})
+	if !errors.Is(err, host.ErrStoreUnavailable) || host.HTTPStatus(host.ErrorKind(err)) != 503 {
+		t.Fatalf("keyed call on a closed store: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the refusal took %v", d)
+	}
+	if res, err := h.CallTool(context.Background(), "fx__echo", map[string]any{"text": "x"}); err != nil || text(t, res) != "x" {
+		t.Fatalf("call without a key: %v %+v", err, res)
+	}
+}
