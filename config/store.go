@@ -34,6 +34,12 @@ type Store struct {
 	// is dropped (counted and reported, never silently).
 	QueueSize int      `toml:"queue_size" json:",omitempty"`
 	QueueWait Duration `toml:"queue_wait" json:",omitempty"`
+
+	// Idempotency (issue 25, item 5; config/idempotency.go).
+	// IdempotencyTTL (key idempotency_ttl, default "24h") is how long the
+	// result of a call made with an idempotency key is kept and replayed
+	// to a call made again with that key (IdemTTL).
+	IdempotencyTTL Duration `toml:"idempotency_ttl" json:",omitempty"`
 }
 
 // Store defaults.
@@ -82,6 +88,7 @@ func (l *loader) validateStore(s *Store) {
 	if s.QueueWait == 0 {
 		s.QueueWait = Duration(DefaultStoreQueueWait)
 	}
+	l.validateIdempotency(s)
 }
 
 // redactURL hides a password in u (user:PASSWORD@).

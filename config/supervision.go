@@ -146,6 +146,15 @@ type ToolOptions struct {
 	// fail answers. Fallbacks are not chained: a fallback's own fallbacks
 	// are not used.
 	Fallback Fallbacks `toml:"fallback"`
+
+	// Idempotency (issue 25, item 5; config/idempotency.go).
+	// Idempotent lets a call with an idempotency key (REST
+	// idempotency_key, MCP _meta["io.toolhost/idempotency-key"]) be
+	// answered with the stored result of the first completed call with
+	// that key, within [store] idempotency_ttl. A tool whose annotations
+	// say idempotentHint counts too. Default false: a key on another tool
+	// is ignored (and the audit record says so).
+	Idempotent bool `toml:"idempotent" json:",omitempty"`
 }
 
 // toolNameRE is host.ToolNamePattern.

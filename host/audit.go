@@ -117,6 +117,11 @@ type AuditRecord struct {
 	// records go to the store ([store] audit), a random one of 32 hex
 	// digits (store.NewID); empty otherwise.
 	CorrelationID string `json:"correlation_id,omitempty"`
+
+	// Idempotency (issue 25, item 5): what became of the call's
+	// idempotency key (WithIdempotencyKey): IdemFirst, IdemReplay,
+	// IdemIgnored or IdemNotStored; empty without a key.
+	Idempotency string `json:"idempotency,omitempty"`
 }
 
 // AuditAdmin writes the audit record of an operator's action (the REST

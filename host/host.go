@@ -210,6 +210,8 @@ type Host struct {
 	// brShare keeps the breakers' state in the store (breaker_store.go);
 	// nil without a configured store.
 	brShare *breakerShare
+	// idem are the keyed calls in flight (idempotency.go).
+	idem idempotency
 	// noValidate turns argument and output validation off (benchmarks).
 	noValidate bool
 

@@ -34,8 +34,8 @@ var openAPIDoc []byte
 // max_body, params' depth by the host's JSON decoder, 10,000 levels as
 // encoding/json's).
 const (
-	maxCorrelationID  = 128
-	maxIdempotencyKey = 256
+	maxCorrelationID = 128
+	// The idempotency key's limits are host.CheckIdempotencyKey's.
 )
 
 // API error kinds of the REST API beyond host's (see APIError).
@@ -341,8 +341,12 @@ func isObjectSchema(s map[string]any) bool {
 // tool's own name on it); ServerID with Name must be the tool's backend.
 // Params are the tool's arguments (a JSON object; absent or null for
 // none). CorrelationID (at most 128 bytes; generated when absent) comes
-// back in the response. IdempotencyKey (at most 256 bytes) is accepted
-// and not yet acted on: the idempotency layer of issue 25 will. Unknown
+// back in the response. IdempotencyKey (at most 256 bytes, printable:
+// host.CheckIdempotencyKey; else 400) makes the call idempotent for a tool
+// marked so (host.WithIdempotencyKey): made again with the key, it is
+// answered with the first completed call's result (Attempts 0, the
+// result's _meta "io.toolhost/idempotent-replay": true); reused with
+// other arguments or for another tool, 409 idempotency_conflict. Unknown
 // fields are refused (400).
 type InvokeRequest struct {
 	CorrelationID  string          `json:"correlation_id,omitempty"`
@@ -406,12 +410,15 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%s", msg)
 		return
 	}
+	if req.IdempotencyKey != "" {
+		if err := host.CheckIdempotencyKey(req.IdempotencyKey); err != nil {
+			badRequest(w, "idempotency_key: %v", err)
+			return
+		}
+	}
 	switch {
 	case len(req.CorrelationID) > maxCorrelationID:
 		badRequest(w, "correlation_id is longer than %d bytes", maxCorrelationID)
-		return
-	case len(req.IdempotencyKey) > maxIdempotencyKey:
-		badRequest(w, "idempotency_key is longer than %d bytes", maxIdempotencyKey)
 		return
 	case req.CorrelationID == "":
 		req.CorrelationID = newCorrelationID()
@@ -434,7 +441,8 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	var rec host.AuditRecord
 	ctx := host.WithCallRecord(host.WithClient(tracedHTTP(r), c.Client), &rec)
-	ctx = host.WithCorrelationID(ctx, req.CorrelationID) // the audit record (and its store row) carries the answer's id
+	ctx = host.WithCorrelationID(ctx, req.CorrelationID)   // the audit record (and its store row) carries the answer's id
+	ctx = host.WithIdempotencyKey(ctx, req.IdempotencyKey) // issue 25, item 5
 	start := time.Now()
 	res, err := v.CallTool(ctx, name, args)
 	resp := InvokeResponse{CorrelationID: req.CorrelationID, CompletedAt: time.Now().UTC(),
@@ -486,7 +494,7 @@ func attempts(rec host.AuditRecord, err error) int {
 	case host.KindUnknownTool, host.KindDenied, host.KindDisabled, host.KindInvalidArguments, host.KindCircuitOpen, host.KindClosed:
 		return 0
 	}
-	if rec.Outcome == host.OutcomeInvalidArguments || rec.Outcome == host.OutcomeCircuitOpen {
+	if rec.Outcome == host.OutcomeInvalidArguments || rec.Outcome == host.OutcomeCircuitOpen || rec.Idempotency == host.IdemReplay {
 		return 0
 	}
 	return 1 + rec.Retries

@@ -283,6 +283,10 @@ func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = withSession(host.WithClient(ctx, clientName(req.Extra)), req.Session)
 		ctx = traced(ctx, req.Params.Meta, req.Session)
+		ctx, bad := withIdempotencyKey(ctx, req.Params.Meta) // issue 25, item 5
+		if bad != nil {
+			return bad, nil
+		}
 		ctx, done := ps.calls.begin(ctx, req.Session, req.Extra)
 		defer done()
 		var args any = json.RawMessage("{}")
