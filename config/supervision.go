@@ -126,6 +126,20 @@ type ToolOptions struct {
 	// when this tool's circuit is open, its backend is unavailable, or its
 	// retries are exhausted. Fallbacks are not chained.
 	Fallback string `toml:"fallback"`
+
+	// Grants (issue 25, item 3; config/grants.go).
+	//
+	// Grant (key grant): "required": a call needs a live grant of its
+	// client or profile (toolhost grant), else it is refused with
+	// host.ErrGrantRequired; "ask": without one, the calling client's user
+	// is asked (an MCP elicitation: once / for 15 minutes / deny); "" (the
+	// default): no grant needed, unless [policy] require_grant matches the
+	// tool.
+	Grant string `toml:"grant" json:",omitempty"`
+	// AskTimeout (key ask_timeout, only with grant = "ask") bounds the wait
+	// for the answer; the call's deadline bounds it too (default: the
+	// call's deadline alone).
+	AskTimeout Duration `toml:"ask_timeout" json:",omitempty"`
 }
 
 // toolNameRE is host.ToolNamePattern.
