@@ -44,7 +44,11 @@ type grantRecorder struct {
 	recs []host.AuditRecord
 }
 
-func (r *grantRecorder) add(rec host.AuditRecord) { r.mu.Lock(); r.recs = append(r.recs, rec); r.mu.Unlock() }
+func (r *grantRecorder) add(rec host.AuditRecord) {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+}
 
 // ops returns the records of op (all, for "*").
 func (r *grantRecorder) ops(op string) []host.AuditRecord {
@@ -293,7 +297,9 @@ func TestGrantAsk(t *testing.T) {
 	set(choose("always"))
 	res, err = h.CallTool(ctx, "fixture__sleep", sleep)
 	wantGrantRequired(t, res, err, "not one of the choices")
-	set(func() (*mcp.ElicitResult, error) { return nil, errors.New("gateway: no client to relay the request to") })
+	set(func() (*mcp.ElicitResult, error) {
+		return nil, errors.New("gateway: no client to relay the request to")
+	})
 	res, err = h.CallTool(ctx, "fixture__sleep", sleep)
 	wantGrantRequired(t, res, err, "could not be asked")
 	set(nil)
