@@ -166,7 +166,7 @@ func (h *Host) askApproval(ctx context.Context, o *op, cfg *config.Config, ci *C
 		if len(redacted) > 2048 {
 			redacted = append(redacted[:2048:2048], "…"...)
 		}
-		msg += "\n" + string(redacted)
+		msg += " " + string(redacted)
 	}
 	params := &mcp.ElicitParams{
 		Mode:    "form",
