@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/toolhost/toolhost/host/store"
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // grantCLIConfig has a tool that needs a grant and one that asks; its
@@ -124,4 +126,56 @@ func TestGrantCLIAsk(t *testing.T) {
 	if code != exitDenied || !strings.Contains(stderr, "declined") {
 		t.Fatalf("no terminal: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// TestGrantReadme runs the README's "Grants and approval" commands on its
+// configuration (the store in a temporary directory; no backend starts).
+func TestGrantReadme(t *testing.T) {
+	blocks := mdBlocks(t, filepath.Join(testutil.Root(), "README.md"))
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	t.Setenv("HOME", state)
+	t.Setenv("ALICE_TOKEN", "alice-token-0123456789")
+	toml := strings.Replace(block(t, blocks, "Grants and approval", "toml", 0), "/var/lib/toolhost/toolhost.db", filepath.Join(state, "toolhost.db"), 1)
+	cfg := writeConfig(t, toml)
+	var id string
+	for _, line := range strings.Split(strings.TrimSpace(block(t, blocks, "Grants and approval", "sh", 0)), "\n") {
+		args, err := shellWords(line)
+		if err != nil || args[0] != "toolhost" {
+			t.Fatalf("README line %q: %v", line, err)
+		}
+		if args[1] == "revoke" {
+			args[2] = id
+		}
+		code, stdout, stderr := runCLI(append([]string{"--config", cfg}, args[1:]...)...)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d\n%s%s", line, code, stdout, stderr)
+		}
+		if args[1] == "grant" {
+			id = strings.TrimSuffix(strings.Fields(stdout)[1], ":")
+		}
+		if args[1] == "grants" && !strings.Contains(stdout, id) {
+			t.Fatalf("toolhost grants does not list %s:\n%s", id, stdout)
+		}
+	}
+}
+
+// shellWords splits a README command line: words, and "quoted strings".
+func shellWords(line string) ([]string, error) {
+	var out []string
+	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
+		if line[0] == '"' {
+			end := strings.IndexByte(line[1:], '"')
+			if end < 0 {
+				return nil, errors.New("unterminated quote")
+			}
+			out = append(out, line[1:1+end])
+			line = line[2+end:]
+			continue
+		}
+		w, rest, _ := strings.Cut(line, " ")
+		out = append(out, w)
+		line = rest
+	}
+	return out, nil
 }
