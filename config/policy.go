@@ -68,6 +68,13 @@ type Policy struct {
 	// and "allow" otherwise. Filled in at load.
 	PromptsDefault   string `toml:"-"`
 	ResourcesDefault string `toml:"-"`
+
+	// RequireGrant (key require_grant; issue 25, item 3) is a glob list
+	// over catalogue names (as Allow): a tool it matches needs a grant as
+	// with [tools.NAME] grant = "required" (a [tools.NAME] grant overrides
+	// it). RequireGrantRules is it compiled (config/grants.go).
+	RequireGrant      []string `toml:"require_grant" json:",omitempty"`
+	RequireGrantRules []Rule   `toml:"-" json:"-"`
 }
 
 // Profile is one [profiles.NAME] table: a named role that narrows the global

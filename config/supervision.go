@@ -155,6 +155,20 @@ type ToolOptions struct {
 	// say idempotentHint counts too. Default false: a key on another tool
 	// is ignored (and the audit record says so).
 	Idempotent bool `toml:"idempotent" json:",omitempty"`
+
+	// Grants (issue 25, item 3; config/grants.go).
+	//
+	// Grant (key grant): "required": a call needs a live grant of its
+	// client or profile (toolhost grant), else it is refused with
+	// host.ErrGrantRequired; "ask": without one, the calling client's user
+	// is asked (an MCP elicitation: once / for 15 minutes / deny); "" (the
+	// default): no grant needed, unless [policy] require_grant matches the
+	// tool.
+	Grant string `toml:"grant" json:",omitempty"`
+	// AskTimeout (key ask_timeout, only with grant = "ask") bounds the wait
+	// for the answer; the call's deadline bounds it too (default: the
+	// call's deadline alone).
+	AskTimeout Duration `toml:"ask_timeout" json:",omitempty"`
 }
 
 // toolNameRE is host.ToolNamePattern.

@@ -102,6 +102,7 @@ func (l *loader) validate(cfg *Config) {
 	}
 	l.validatePolicy(cfg)
 	l.validateTools(cfg)
+	l.validateGrants(cfg) // grants (config/grants.go)
 	l.validateServe(cfg)
 }
 

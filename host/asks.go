@@ -52,6 +52,11 @@ type ElicitationRequest struct {
 	// Params are the request's, as the server sent them (the go-sdk has
 	// checked that the schema is a flat object of primitives).
 	Params *mcp.ElicitParams
+
+	// Approval is set when the host itself asks (layer_grant.go): may the
+	// call Call of a [tools.NAME] grant = "ask" tool run? Backend is then
+	// empty, and Params a form of one enum field, "decision".
+	Approval bool
 }
 
 // SamplingRequest is an MCP server's sampling/createMessage (MCP

@@ -95,6 +95,8 @@ func outcomeOf(res *mcp.CallToolResult, err error, invalid string) string {
 	case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed),
 		errors.Is(err, ErrToolDisabled):
 		return OutcomeDenied
+	case errors.Is(err, ErrGrantRequired): // grants
+		return OutcomeDenied
 	case errors.Is(err, ErrCircuitOpen):
 		return OutcomeCircuitOpen
 	case errors.Is(err, ErrInvalidArguments):

@@ -200,6 +200,8 @@ func (o *op) nameError(err error) error {
 	switch err.(type) {
 	case *UnknownToolError, *ToolNotAllowedError, *NotAllowedError:
 		return err
+	case *GrantRequiredError: // grants: it names the tool itself
+		return err
 	}
 	if errors.Is(err, ErrRequiredBackend) || o.req.method == methodCallTool && !errors.Is(err, ErrUnknownProfile) {
 		return fmt.Errorf("%s: %w", o.req.name, err)

@@ -44,7 +44,8 @@ suggestions come from the whole catalogue).
 Exit status: 0 ok; 1 the tool returned an error result (also: arguments that do not match the
 tool's inputSchema); 2 usage or configuration error (also: --args not a JSON object, unknown
 profile); 3 the call could not be made (unknown tool, backend unavailable, timeout); 4 the policy
-or the profile denied the call.
+or the profile denied the call, or the tool needs a grant ('toolhost grant --help') that the
+call does not have (with grant = "ask", you are asked on a terminal).
 `
 
 // helpOr handles a subcommand's flag error: for -h or --help it prints
@@ -133,6 +134,11 @@ func (c *cli) call(args []string) int {
 		if errors.Is(err, host.ErrToolNotAllowed) {
 			fmt.Fprintf(c.stderr, "toolhost: call denied: %s\n", esc(err))
 			fmt.Fprintf(c.stderr, "Run 'toolhost tools%s' to list the tools you may call.\n", profileFlag(*profile))
+			return exitDenied
+		}
+		if errors.Is(err, host.ErrGrantRequired) {
+			// grants: the message names the command that grants it.
+			fmt.Fprintf(c.stderr, "toolhost: call denied: %s\n", esc(err))
 			return exitDenied
 		}
 		if err != nil {

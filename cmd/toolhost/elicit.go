@@ -41,6 +41,10 @@ func (e *elicitor) elicit(ctx context.Context, req *host.ElicitationRequest) (*m
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	who := "server " + req.Backend
+	if req.Approval {
+		// toolhost itself asks: may a grant = "ask" tool run?
+		who = "toolhost"
+	}
 	if req.Call != nil {
 		who += " (during " + req.Call.Tool + ")"
 	}

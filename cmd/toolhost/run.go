@@ -27,7 +27,7 @@ const (
 	exitToolError = 1 // the tool ran and returned isError
 	exitUsage     = 2 // bad flags or configuration
 	exitCallError = 3 // the call could not be made
-	exitDenied    = 4 // the policy refused the call (host.ErrToolNotAllowed)
+	exitDenied    = 4 // the policy refused the call (host.ErrToolNotAllowed), or it needs a grant (host.ErrGrantRequired)
 )
 
 // defaultConfig is used when --config is not given and TOOLHOST_CONFIG is
@@ -82,6 +82,10 @@ Commands:
   logs NAME [-f] [-n N] [--url URL [--token-env VAR]]
                                  print the last N (100) lines of a backend's log file ([host]
                                  log_directory), -f to follow it; --url asks a running serve
+  grant SUBJECT TOOL --ttl D [--uses N] [--reason TEXT]
+                                 let a [serve.clients] client or a [profiles] profile call a tool
+                                 that needs a grant ([tools.NAME] grant) for D ('toolhost grant --help')
+  grants [--all] [--json]        list the live grants (--all: every one); revoke ID ends one
   import FILE [--prefix-check]   translate a client's MCP configuration (Claude Desktop, Cursor, Claude
                                  Code, VS Code) into [servers.NAME] tables on stdout; the variables
                                  to set and what could not be translated go to stderr
@@ -102,7 +106,7 @@ Global flags (before or after the command):
 Exit status: 0 ok, 1 tool returned an error result (also: arguments that do not match its
 inputSchema), 2 usage or configuration error (also: --args not a JSON object, unknown profile),
 3 call failed (unknown tool, backend unavailable, timeout; for tools: no backend is ready),
-4 call denied by the policy or the profile (also: a prompt or resource).
+4 call denied by the policy or the profile (also: a prompt or resource), or for want of a grant.
 `
 
 type cli struct {
@@ -205,6 +209,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.restartCmd(rest)
 	case "logs":
 		return c.logs(rest)
+	// grants (issue 25, item 3): cmd/toolhost/grant.go
+	case "grant":
+		return c.grantCmd(rest)
+	case "grants":
+		return c.grantsCmd(rest)
+	case "revoke":
+		return c.revokeCmd(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -217,7 +228,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 // (serve's --watch takes none: a word after a value flag that is itself a
 // flag is not taken as its value.)
 var subcommandValueFlags = map[string]bool{"args": true, "profile": true, "watch": true, "timeout": true, "as": true, "from-registry": true, "sha256": true, "url": true, "token-env": true,
-	"tool": true, "client": true, "outcome": true, "backend": true, "op": true, "since": true, "until": true, "correlation": true, "limit": true} // audit
+	"tool": true, "client": true, "outcome": true, "backend": true, "op": true, "since": true, "until": true, "correlation": true, "limit": true, // audit
+	"ttl": true, "uses": true, "reason": true} // grant
 
 // globalsAfter takes the global flags (--config, --log-level; one or two
 // dashes, "=VALUE" or a separate word) out of a subcommand's arguments,

@@ -55,11 +55,17 @@ func withSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
 // Elicit relays an upstream server's elicitation/create to the gateway
 // client that made the call it belongs to, and returns that client's
 // answer. Set it as host.Options.Elicit on the Host a Gateway serves.
-// Errors wrap ErrNoClient (see there) or are the client's.
+// The host's own approvals of grant = "ask" tools (req.Approval) go the
+// same way. Errors wrap ErrNoClient (see there) or are the client's.
 func Elicit(ctx context.Context, req *host.ElicitationRequest) (*mcp.ElicitResult, error) {
+	backend := req.Backend
+	if req.Approval {
+		// The host asks (grant = "ask"), not a backend.
+		backend = "(toolhost's approval)"
+	}
 	if p, creq := askIn(ctx), requestIn(ctx); p != nil && req.Call != nil && creq != nil {
 		if !declares(creq, "elicitation") {
-			return nil, fmt.Errorf("%w: backend %s asked for elicitation during %s, but the client that made the call did not declare the elicitation capability", ErrNoClient, req.Backend, req.Call.Tool)
+			return nil, fmt.Errorf("%w: backend %s asked for elicitation during %s, but the client that made the call did not declare the elicitation capability", ErrNoClient, backend, req.Call.Tool)
 		}
 		r, err := p.ask(ctx, req.Params)
 		if err != nil {
@@ -71,7 +77,7 @@ func Elicit(ctx context.Context, req *host.ElicitationRequest) (*mcp.ElicitResul
 		}
 		return er, nil
 	}
-	ss, err := relayTarget(ctx, req.Backend, req.Call, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
+	ss, err := relayTarget(ctx, backend, req.Call, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 	if err != nil {
 		return nil, err
 	}

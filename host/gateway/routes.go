@@ -79,6 +79,10 @@ func (g *Gateway) routes(mux *http.ServeMux) {
 	r("POST /api/v1/tools/{name}/enable", true, g.enableTool)
 	r("POST /api/v1/tools/{name}/disable", true, g.disableTool)
 	r("POST /api/v1/reload", true, g.reload)
+	// Grants (api_grants.go).
+	r("POST /api/v1/grants", true, g.createGrant)
+	r("GET /api/v1/grants", true, g.listGrants)
+	r("DELETE /api/v1/grants/{id}", true, g.revokeGrant)
 	// Logs (api_logs.go).
 	r("GET /api/v1/servers/{name}/logs", false, g.serverLogs)
 	// Dashboard (dashboard.go): the page authenticates itself (a login
