@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -173,7 +174,23 @@ func start() (*server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := s.cmd.Start(); err != nil {
+	// Pdeathsig fires when the THREAD that started the child ends, and a
+	// goroutine that locks its thread and returns ends it (the stdio
+	// transport does so for each server it runs): postgres is started, and
+	// waited for, on a goroutine locked to a thread of its own, which lives
+	// as long as postgres does.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := <-started; err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pgtest: postgres: %w", err)
 	}
@@ -196,7 +213,6 @@ func start() (*server, error) {
 			}
 		}
 	}()
-	go func() { s.cmd.Wait(); close(s.done) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	select {
