@@ -239,7 +239,7 @@ type Host struct {
 	pins       pinState
 	quarantine atomic.Pointer[map[string]*quarantine]
 	closed     bool
-	closeMu  sync.Mutex
+	closeMu    sync.Mutex
 }
 
 // New builds a backend for every server and plugin in cfg, starts a

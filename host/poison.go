@@ -226,4 +226,6 @@ func (h *Host) ToolWarnings() []string {
 
 // ToolPoisonWarnings returns the warnings of one tool on its own (without
 // the cross-backend checks): name is its catalogue name, t its definition.
-func ToolPoisonWarnings(name, backend string, t *mcp.Tool) []string { return toolWarnings(name, backend, t) }
+func ToolPoisonWarnings(name, backend string, t *mcp.Tool) []string {
+	return toolWarnings(name, backend, t)
+}
