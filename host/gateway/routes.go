@@ -79,6 +79,9 @@ func (g *Gateway) routes(mux *http.ServeMux) {
 	r("POST /api/v1/tools/{name}/enable", true, g.enableTool)
 	r("POST /api/v1/tools/{name}/disable", true, g.disableTool)
 	r("POST /api/v1/reload", true, g.reload)
+	// Tool-definition pinning (api_pins.go).
+	r("GET /api/v1/pins", false, g.listPins)
+	r("POST /api/v1/tools/{name}/approve", true, g.approveTool)
 	// Logs (api_logs.go).
 	r("GET /api/v1/servers/{name}/logs", false, g.serverLogs)
 	// Dashboard (dashboard.go): the page authenticates itself (a login
