@@ -13,7 +13,18 @@ import (
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
-func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
+func TestMain(m *testing.M) {
+	// The store of every command that opens one (store.DefaultURL: tool
+	// pinning is on in toolhost.toml) is a private one, not the user's.
+	state, err := os.MkdirTemp("", "toolhost-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := testutil.Main(m)
+	os.RemoveAll(state)
+	os.Exit(code)
+}
 
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()

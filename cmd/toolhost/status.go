@@ -40,6 +40,7 @@ func (c *cli) status(args []string) int {
 				}
 			} else {
 				printStatus(c.stdout, st)
+				printPinStatus(c.stdout, h) // approve.go
 			}
 			if *watch == 0 {
 				return exitOK
