@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // TestApproveCLI: trust-first pins written by one command are what the
@@ -81,5 +84,24 @@ args = ["-describe", "`+desc+`"]
 	code, out, _ = runCLI("--config", cfg, "approve", "--json")
 	if code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("approve --json after approval: %d %q", code, out)
+	}
+}
+
+// TestREADMEToolPinning: the README's example configuration of "Tool
+// pinning" loads, with the modes it says.
+func TestREADMEToolPinning(t *testing.T) {
+	blocks := mdBlocks(t, filepath.Join(testutil.Root(), "README.md"))
+	cfg, err := config.Parse([]byte(block(t, blocks, "Tool pinning", "toml", 0)), &config.Options{Name: "README.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PinOf("github") != config.PinApprove || cfg.Host.Pin != config.PinTrustFirst || !cfg.PinsOn() {
+		t.Fatalf("pin modes: host %q, github %q", cfg.Host.Pin, cfg.PinOf("github"))
+	}
+	sh := block(t, blocks, "Tool pinning", "sh", 0)
+	for _, want := range []string{"toolhost approve   ", "toolhost approve --diff github", "toolhost approve github__create_issue"} {
+		if !strings.Contains(sh, want) {
+			t.Errorf("README sh block lacks %q", want)
+		}
 	}
 }
