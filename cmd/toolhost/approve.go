@@ -215,6 +215,18 @@ func printPinDiff(w io.Writer, p store.Pin) {
 			fmt.Fprintln(w, safeLine(l))
 		}
 	}
+	// What the new description says to the model (host/poison.go).
+	var def struct {
+		Description string `json:"description"`
+		Title       string `json:"title"`
+	}
+	_ = json.Unmarshal([]byte(p.PendingDefinition), &def)
+	for _, msg := range host.ScanToolText(def.Description, true) {
+		fmt.Fprintf(w, "warning: description: %s\n", safeLine(msg))
+	}
+	for _, msg := range host.ScanToolText(def.Title, false) {
+		fmt.Fprintf(w, "warning: title: %s\n", safeLine(msg))
+	}
 	fmt.Fprintln(w)
 }
 

@@ -60,6 +60,9 @@ args = ["-describe", "`+desc+`"]
 		!strings.Contains(out, `\U000e0041\U000e0042 secretly`) || !strings.Contains(out, `+"Echo the text back.\u001b[2J`) {
 		t.Fatalf("diff: %d\n%s", code, out)
 	}
+	if !strings.Contains(out, "warning: description: hidden Unicode character U+E0041") {
+		t.Errorf("diff does not warn about the hidden characters:\n%s", out)
+	}
 	if strings.ContainsAny(out, "\x1b\U000E0041") {
 		t.Fatalf("diff output carries raw control or tag characters: %q", out)
 	}
