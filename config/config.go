@@ -128,6 +128,15 @@ type Host struct {
 	// log_directory is set; 2 to 1000): a rotation that would keep more
 	// removes the oldest. At most LogMaxSize × LogMaxFiles per backend.
 	LogMaxFiles int `toml:"log_max_files" json:",omitempty"`
+
+	// Tool-definition pinning (issue 25, item 6; config/pins.go).
+	// Pin is how every backend's tool definitions are pinned unless its own
+	// pin key says otherwise (key pin): PinOff (the default: no pins, no
+	// quarantine), PinTrustFirst (a tool's definition is approved the first
+	// time it is seen; a later change is quarantined until `toolhost
+	// approve`) or PinApprove (a tool is quarantined until approved, and
+	// again whenever its definition changes).
+	Pin string `toml:"pin" json:",omitempty"`
 }
 
 // Defaults of the per-backend log files ([host] log_directory).

@@ -78,6 +78,11 @@ type Supervision struct {
 	// how many consecutive calls may trap before its instances are rebuilt.
 	HealthThreshold int `toml:"health_threshold"`
 
+	// Tool-definition pinning (issue 25, item 6; config/pins.go).
+	// Pin overrides [host] pin for this backend's tools (key pin): "off",
+	// "trust-first" or "approve"; empty: [host] pin. See Config.PinOf.
+	Pin string `toml:"pin" json:",omitempty"`
+
 	// RestartBackoff bounds the exponential backoff (factor 2, ±50%
 	// jitter) between restart attempts: { min = "500ms", max = "30s" }.
 	RestartBackoff Backoff `toml:"restart_backoff"`

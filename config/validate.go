@@ -104,6 +104,7 @@ func (l *loader) validate(cfg *Config) {
 	l.validateTools(cfg)
 	l.validateGrants(cfg) // grants (config/grants.go)
 	l.validateServe(cfg)
+	l.validatePins(cfg)
 }
 
 // samePrefixes reports two backends given the same non-empty prefix (the

@@ -93,7 +93,7 @@ func outcomeOf(res *mcp.CallToolResult, err error, invalid string) string {
 	case errors.Is(err, ErrUnknownTool):
 		return OutcomeUnknownTool
 	case errors.Is(err, ErrToolNotAllowed), errors.Is(err, ErrPromptNotAllowed), errors.Is(err, ErrResourceNotAllowed),
-		errors.Is(err, ErrToolDisabled):
+		errors.Is(err, ErrToolDisabled), errors.Is(err, ErrToolChanged):
 		return OutcomeDenied
 	case errors.Is(err, ErrGrantRequired): // grants
 		return OutcomeDenied

@@ -112,7 +112,7 @@ func (h *Host) listTools(ctx context.Context, profile string, withDisabled bool)
 	out := make([]Tool, 0, len(vw.names))
 	for _, n := range vw.names {
 		e := h.tools[n]
-		if !e.b.listed() {
+		if !e.b.listed() || h.quarantined(n) {
 			continue
 		}
 		off := h.toolOff(n)

@@ -239,8 +239,12 @@ type Host struct {
 	// toolsOff are the catalogue names disabled at run time
 	// (toolswitch.go); replaced whole, under mu.
 	toolsOff atomic.Pointer[map[string]bool]
-	closed   bool
-	closeMu  sync.Mutex
+	// Tool-definition pinning (pins.go): the pins' cache, and the tools
+	// quarantined (nil: none), replaced whole by each rebuild.
+	pins       pinState
+	quarantine atomic.Pointer[map[string]*quarantine]
+	closed     bool
+	closeMu    sync.Mutex
 }
 
 // New builds a backend for every server and plugin in cfg, starts a
@@ -523,6 +527,8 @@ func (h *Host) rebuild(strict bool) error {
 	h.noteCollisions(errs)
 	names := sortedKeys(tools)
 	views := h.buildViews(tools, names)
+	h.setQuarantine(h.pinCheck(tools, false)) // pins.go
+	h.notePoison(tools)                       // poison.go
 	h.mu.Lock()
 	h.tools, h.names, h.views, h.excluded = tools, names, views, excluded
 	h.mu.Unlock()

@@ -37,7 +37,7 @@ func (h *Host) visibleNames() []string {
 	defer h.mu.RUnlock()
 	var out []string
 	for _, n := range h.names {
-		if h.tools[n].b.listed() {
+		if h.tools[n].b.listed() && !h.quarantined(n) {
 			out = append(out, n)
 		}
 	}

@@ -140,6 +140,7 @@ func (c *cli) checkProfile(ctx context.Context, h *host.Host, cfg *config.Config
 	for _, msg := range h.ToolOptionProblems() {
 		fmt.Fprintf(c.stdout, "warning: %s\n", esc(msg))
 	}
+	printPinStatus(c.stdout, h) // approve.go: quarantined tools, tool-poisoning warnings
 	p := cfg.Profiles[profile]
 	fmt.Fprintf(c.stdout, "\nprofile %s\n", profile)
 	st := map[string]host.BackendStatus{}

@@ -42,14 +42,6 @@ admin = true
 url = "sqlite://@DB@"
 `
 
-// bearer adds a token to every request.
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 // grantClient connects a go-sdk client to endpoint with token; elicit,
 // when not nil, answers elicitations (and declares the capability).

@@ -79,6 +79,9 @@ Commands:
   restart NAME --url URL         restart one backend of a running serve
                                  (--url commands: the token comes from $TOOLHOST_TOKEN, or the
                                  variable --token-env VAR names; never from a flag)
+  approve [BACKEND|TOOL ...] [--all] [--diff] [--json]
+                                 list the tools quarantined by tool-definition pinning ([host] pin)
+                                 and approve their new definitions ('toolhost approve --help')
   logs NAME [-f] [-n N] [--url URL [--token-env VAR]]
                                  print the last N (100) lines of a backend's log file ([host]
                                  log_directory), -f to follow it; --url asks a running serve
@@ -216,6 +219,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.grantsCmd(rest)
 	case "revoke":
 		return c.revokeCmd(rest)
+	case "approve":
+		return c.approveCmd(rest)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -367,6 +372,11 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 	if c.hostOpts != nil {
 		c.hostOpts(opts)
 	}
+	closeStore, code := c.pinStore(ctx, cfg, opts) // approve.go: pins need the shared store
+	if closeStore == nil {
+		return code
+	}
+	defer closeStore() // after h.Close (deferred below)
 	// New waits for the eager backends' first start until its ctx is done;
 	// a call does not wait there (callOnly).
 	newCtx := ctx

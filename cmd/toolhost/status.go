@@ -43,6 +43,7 @@ func (c *cli) status(args []string) int {
 				if ss := h.StoreStatus(); ss.URL != "" { // a configured store (store.go)
 					printStoreStatus(tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0), ss)
 				}
+				printPinStatus(c.stdout, h) // approve.go
 			}
 			if *watch == 0 {
 				return exitOK

@@ -83,6 +83,9 @@ func (g *Gateway) routes(mux *http.ServeMux) {
 	r("POST /api/v1/grants", true, g.createGrant)
 	r("GET /api/v1/grants", true, g.listGrants)
 	r("DELETE /api/v1/grants/{id}", true, g.revokeGrant)
+	// Tool-definition pinning (api_pins.go).
+	r("GET /api/v1/pins", false, g.listPins)
+	r("POST /api/v1/tools/{name}/approve", true, g.approveTool)
 	// Logs (api_logs.go).
 	r("GET /api/v1/servers/{name}/logs", false, g.serverLogs)
 	// Dashboard (dashboard.go): the page authenticates itself (a login

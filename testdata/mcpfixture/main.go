@@ -122,6 +122,7 @@ var (
 	client     = flag.Bool("client", false, "add the tools log, elicit, sample and roots, which use the client's features (use with -protocol 2025-11-25)")
 	templates  = flag.Bool("templates", false, "add the resource template fixture://item/{id} and answer completion/complete for the greeting prompt's name and the template's id")
 	protocol   = flag.String("protocol", "", "negotiate only this protocol version (e.g. 2025-06-18); default: all the go-sdk speaks")
+	describe   = flag.String("describe", "", "read the echo tool's description from this file at start (a definition that changes between restarts)")
 	startDelay = flag.Duration("start-delay", 0, "wait this long before serving: over stdio before reading stdin, with -http before listening (a server slow to come up)")
 
 	calls, cancelled atomic.Int64
@@ -294,7 +295,15 @@ func newServer() *mcp.Server {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acked"}}}, nil, nil
 			})
 	}
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
+	echoDesc := "Echo the text back."
+	if *describe != "" {
+		// A server that changes a tool's definition between restarts
+		// (tool-definition pinning's tests).
+		if b, err := os.ReadFile(*describe); err == nil {
+			echoDesc = string(b)
+		}
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: echoDesc},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
