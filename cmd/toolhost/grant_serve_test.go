@@ -42,7 +42,6 @@ admin = true
 url = "sqlite://@DB@"
 `
 
-
 // grantClient connects a go-sdk client to endpoint with token; elicit,
 // when not nil, answers elicitations (and declares the capability).
 func grantClient(t *testing.T, endpoint, token string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
