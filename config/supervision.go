@@ -126,6 +126,13 @@ type ToolOptions struct {
 	// when this tool's circuit is open, its backend is unavailable, or its
 	// retries are exhausted. Fallbacks are not chained.
 	Fallback string `toml:"fallback"`
+
+	// Rate limits (issue 25, item 4; config/rate.go).
+	// Rate limits every call of this tool, by any client in any profile:
+	// it protects the backend's own quota (key rate, like "60/m" or
+	// "60/m burst 10"; see RateLimit). Default "": no limit.
+	Rate      string    `toml:"rate"`
+	RateLimit RateLimit `toml:"-" json:"-"` // Rate parsed by Load or Validate
 }
 
 // toolNameRE is host.ToolNamePattern.

@@ -103,6 +103,7 @@ func (l *loader) validate(cfg *Config) {
 	l.validatePolicy(cfg)
 	l.validateTools(cfg)
 	l.validateServe(cfg)
+	l.validateRates(cfg)
 }
 
 // samePrefixes reports two backends given the same non-empty prefix (the
