@@ -207,6 +207,8 @@ type Host struct {
 	audit *auditor
 	// state is the host's store (state.go).
 	state stateStore
+	// rates are the rate limits' buckets (ratelimit.go).
+	rates rateLimits
 	// noValidate turns argument and output validation off (benchmarks).
 	noValidate bool
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/procgroup"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/transport"
@@ -24,6 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := testutil.Main(m)
+	pgtest.Stop() // the PostgreSQL of the store's tests, if one was started
 	if code == 0 {
 		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
