@@ -22,8 +22,8 @@ import (
 // rate buckets read the clock *now, with audit records collected.
 type rateHost struct {
 	*host.Host
-	mu   sync.Mutex
-	recs []host.AuditRecord
+	mu    sync.Mutex
+	recs  []host.AuditRecord
 	logMu sync.Mutex
 	logs  *strings.Builder
 }
