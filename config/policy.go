@@ -111,6 +111,13 @@ type Profile struct {
 	Recommends []string `toml:"recommends"`
 	Optional   []string `toml:"optional"`
 
+	// Rate limits (issue 25, item 4; config/rate.go).
+	// Rate limits every call made in the profile, by all its clients
+	// together (key rate, like "60/m" or "60/m burst 10"; see RateLimit).
+	// Default "": no limit.
+	Rate      string    `toml:"rate"`
+	RateLimit RateLimit `toml:"-" json:"-"` // Rate parsed by Load or Validate
+
 	AllowRules        []Rule `toml:"-" json:"-"`
 	DenyRules         []Rule `toml:"-" json:"-"`
 	PromptRules       []Rule `toml:"-" json:"-"`

@@ -175,6 +175,13 @@ type Client struct {
 	Admin bool `toml:"admin"`
 	// Limits of this client (default: those of [serve]).
 	ClientLimits
+
+	// Rate limits (issue 25, item 4; config/rate.go).
+	// Rate limits the calls this client makes, over all its sessions and
+	// both APIs (key rate, like "60/m" or "60/m burst 10"; see RateLimit).
+	// Default "": no limit.
+	Rate      string    `toml:"rate"`
+	RateLimit RateLimit `toml:"-" json:"-"` // Rate parsed by Load or Validate
 }
 
 func (l *loader) validateServe(cfg *Config) {

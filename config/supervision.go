@@ -174,6 +174,13 @@ type ToolOptions struct {
 	// for the answer; the call's deadline bounds it too (default: the
 	// call's deadline alone).
 	AskTimeout Duration `toml:"ask_timeout" json:",omitempty"`
+
+	// Rate limits (issue 25, item 4; config/rate.go).
+	// Rate limits every call of this tool, by any client in any profile:
+	// it protects the backend's own quota (key rate, like "60/m" or
+	// "60/m burst 10"; see RateLimit). Default "": no limit.
+	Rate      string    `toml:"rate"`
+	RateLimit RateLimit `toml:"-" json:"-"` // Rate parsed by Load or Validate
 }
 
 // toolNameRE is host.ToolNamePattern.

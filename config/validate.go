@@ -105,6 +105,7 @@ func (l *loader) validate(cfg *Config) {
 	l.validateGrants(cfg) // grants (config/grants.go)
 	l.validateServe(cfg)
 	l.validatePins(cfg)
+	l.validateRates(cfg)
 }
 
 // samePrefixes reports two backends given the same non-empty prefix (the

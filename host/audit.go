@@ -38,6 +38,7 @@ const (
 	OutcomeBackendError     = "backend_error"     // the call could not be made or its result was refused
 	OutcomeUnknownTool      = "unknown_tool"      // no such tool in the catalogue
 	OutcomeCircuitOpen      = "circuit_open"      // refused fast by an open circuit breaker (ErrCircuitOpen)
+	OutcomeRateLimited      = "rate_limited"      // refused by a rate limit (ErrRateLimited; ratelimit.go)
 )
 
 // AuditRecord is one call attempt, as written to [host] audit_log (one JSON

@@ -99,6 +99,8 @@ func outcomeOf(res *mcp.CallToolResult, err error, invalid string) string {
 		return OutcomeDenied
 	case errors.Is(err, ErrCircuitOpen):
 		return OutcomeCircuitOpen
+	case errors.Is(err, ErrRateLimited):
+		return OutcomeRateLimited
 	case errors.Is(err, ErrInvalidArguments):
 		return OutcomeInvalidArguments
 	case errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded):

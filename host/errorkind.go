@@ -154,11 +154,14 @@ func ResultKind(res *mcp.CallToolResult) string {
 }
 
 // ErrorResult returns an isError result whose text is err's and whose
-// _meta carries ErrorKind(err): how the gateway answers a tools/call that
+// _meta carries ErrorKind(err) (and, for a rate limit's refusal, the
+// seconds to wait under MetaRetryAfter): how the gateway answers a tools/call that
 // could not be made (MCP 2025-11-25 server/tools, "Error Handling": a tool
 // execution error for the model to read).
 func ErrorResult(err error) *mcp.CallToolResult {
-	return KindResult(ErrorKind(err), err.Error())
+	res := KindResult(ErrorKind(err), err.Error())
+	addRetryAfter(res, err) // a rate limit's refusal: MetaRetryAfter (ratelimit.go)
+	return res
 }
 
 // KindResult returns an isError result with text and kind in its _meta.

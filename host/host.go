@@ -212,6 +212,8 @@ type Host struct {
 	brShare *breakerShare
 	// idem are the keyed calls in flight (idempotency.go).
 	idem idempotency
+	// rates are the rate limits' buckets (ratelimit.go).
+	rates rateLimits
 	// noValidate turns argument and output validation off (benchmarks).
 	noValidate bool
 

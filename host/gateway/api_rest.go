@@ -82,6 +82,7 @@ func (g *Gateway) viewOf(w http.ResponseWriter, c Caller) (catalog, bool) {
 // status.
 func writeHostError(w http.ResponseWriter, err error) {
 	kind := host.ErrorKind(err)
+	setRetryAfter(w, err) // a rate limit's refusal (api_rate.go)
 	WriteError(w, host.HTTPStatus(kind), kind, err.Error())
 }
 
@@ -452,6 +453,7 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		kind := host.ErrorKind(err)
 		code, resp.Error = host.HTTPStatus(kind), &APIError{Kind: kind, Message: err.Error()}
+		setRetryAfter(w, err) // a rate limit's refusal (api_rate.go)
 	case res == nil:
 		code, resp.Error = http.StatusBadGateway, &APIError{Kind: host.KindBackendError, Message: "the call returned no result"}
 	case res.IsError:
@@ -491,7 +493,8 @@ func (g *Gateway) invokeTarget(req *InvokeRequest) (string, string) {
 // InvokeResponse).
 func attempts(rec host.AuditRecord, err error) int {
 	switch host.ErrorKind(err) {
-	case host.KindUnknownTool, host.KindDenied, host.KindDisabled, host.KindInvalidArguments, host.KindCircuitOpen, host.KindClosed:
+	case host.KindUnknownTool, host.KindDenied, host.KindDisabled, host.KindInvalidArguments, host.KindCircuitOpen, host.KindClosed,
+		host.KindRateLimited:
 		return 0
 	}
 	if rec.Outcome == host.OutcomeInvalidArguments || rec.Outcome == host.OutcomeCircuitOpen || rec.Idempotency == host.IdemReplay {

@@ -268,7 +268,8 @@ type pageTool struct {
 }
 
 var outcomes = []string{host.OutcomeOK, host.OutcomeToolError, host.OutcomeDenied, host.OutcomeInvalidArguments,
-	host.OutcomeTimeout, host.OutcomeCanceled, host.OutcomeBackendError, host.OutcomeUnknownTool, host.OutcomeCircuitOpen}
+	host.OutcomeTimeout, host.OutcomeCanceled, host.OutcomeBackendError, host.OutcomeUnknownTool, host.OutcomeCircuitOpen,
+	host.OutcomeRateLimited}
 
 // auditFilter selects audit records: each field empty or equal.
 type auditFilter struct{ Tool, Client, Outcome string }

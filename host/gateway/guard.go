@@ -285,7 +285,8 @@ func (gd *guard) learn(ss *mcp.ServerSession, extra *mcp.RequestExtra, version s
 }
 
 // acquire takes a slot for one request of session ss (and, over HTTP, of
-// its client) or returns the JSON-RPC error that refuses it.
+// its client) or returns the JSON-RPC error that refuses it (a
+// tooManyError: CodeTooManyRequests, and host.ErrRateLimited).
 func (gd *guard) acquire(ss *mcp.ServerSession, extra *mcp.RequestExtra) (release func(), err error) {
 	overHTTP := extra != nil && extra.Header != nil
 	var ti *auth.TokenInfo
@@ -301,14 +302,14 @@ func (gd *guard) acquire(ss *mcp.ServerSession, extra *mcp.RequestExtra) (releas
 		u = gd.use(client)
 		if u.inflight >= lim.MaxConcurrent {
 			gd.unuse(client)
-			return nil, &jsonrpc.Error{Code: CodeTooManyRequests, Message: clientBusy(client, u.inflight, key)}
+			return nil, tooMany(clientBusy(client, u.inflight, key))
 		}
 	}
 	if n := gd.inSession[ss]; n >= lim.MaxConcurrent {
 		if u != nil {
 			gd.unuse(client)
 		}
-		return nil, &jsonrpc.Error{Code: CodeTooManyRequests, Message: sessionBusy(n, key)}
+		return nil, tooMany(sessionBusy(n, key))
 	}
 	gd.inSession[ss]++
 	if u != nil {
