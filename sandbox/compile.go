@@ -3,12 +3,14 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
@@ -38,7 +40,8 @@ var hostModules = []string{wasi_snapshot_preview1.ModuleName, envModule}
 // compile builds the plugin's runtime (see compiledModule) with a memory
 // cap of pages and compiles wasm in it. Errors wrap ErrABI and
 // transport.ErrInitialize: an invalid module, or one that imports a
-// function neither host module provides (named in the error).
+// function neither host module provides, or with another signature (each
+// named in the error).
 func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*compiledModule, error) {
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(p.e.cache).
@@ -66,30 +69,44 @@ func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*compi
 	return &compiledModule{rt: rt, mod: cm}, nil
 }
 
-// checkImports checks that every function cm imports is exported by one of
-// the host modules in rt, so that a module the sandbox cannot serve fails
-// at Connect with the import's name rather than at its first instance.
-// (Signatures are checked by wazero when an instance is made.)
+// checkImports checks that every function cm imports is exported, with the
+// same signature, by one of the host modules in rt, so that a module the
+// sandbox cannot serve fails at Connect naming the import rather than at
+// its first instance.
 func checkImports(rt wazero.Runtime, cm wazero.CompiledModule) error {
-	var missing []string
+	var bad []string
 	for _, f := range cm.ImportedFunctions() {
 		mod, name, _ := f.Import()
-		host := rt.Module(mod)
-		ok := false
-		for _, hm := range hostModules {
-			if mod == hm && host != nil {
-				_, ok = host.ExportedFunctionDefinitions()[name]
+		var def api.FunctionDefinition
+		if slices.Contains(hostModules, mod) {
+			if host := rt.Module(mod); host != nil {
+				def = host.ExportedFunctionDefinitions()[name]
 			}
 		}
-		if !ok {
-			missing = append(missing, fmt.Sprintf("%q.%q", mod, name))
+		switch {
+		case def == nil:
+			bad = append(bad, fmt.Sprintf("%q.%q (not provided)", mod, name))
+		case !slices.Equal(def.ParamTypes(), f.ParamTypes()) || !slices.Equal(def.ResultTypes(), f.ResultTypes()):
+			bad = append(bad, fmt.Sprintf("%q.%q (imported as %s, provided as %s)", mod, name, signature(f), signature(def)))
 		}
 	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return fmt.Errorf("unknown imports %s", strings.Join(missing, ", "))
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return fmt.Errorf("unusable imports %s", strings.Join(bad, ", "))
 	}
 	return nil
+}
+
+// signature renders a function type as (i64, i64) -> (i32).
+func signature(f api.FunctionDefinition) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return "(" + strings.Join(s, ", ") + ")"
+	}
+	return names(f.ParamTypes()) + " -> " + names(f.ResultTypes())
 }
 
 // measureMemory finds, by trying, how many pages the module grows to while

@@ -123,7 +123,7 @@ func readUleb(b []byte) (uint64, int) {
 }
 
 // TestUnknownImports: a module importing a function neither host module
-// provides fails Connect with ErrABI and transport.ErrInitialize (a
+// provides, or with another signature, fails Connect with ErrABI and transport.ErrInitialize (a
 // permanent failure), naming the import, before any instance is made;
 // hostile names are quoted, not interpreted.
 func TestUnknownImports(t *testing.T) {
@@ -142,7 +142,8 @@ func TestUnknownImports(t *testing.T) {
 		{"unknown-kernel-function", [][2]string{{"extism:host/env", "'; DROP TABLE audit; --"}}, `"extism:host/env"."'; DROP TABLE audit; --"`},
 		{"unknown-wasi-function", [][2]string{{"wasi_snapshot_preview1", "sock_open"}}, `"wasi_snapshot_preview1"."sock_open"`},
 		{"user-host-function", [][2]string{{"extism:host/user", "my_fn"}, {"extism:host/env", "alloc"}}, `"extism:host/user"."my_fn"`},
-		{"go-sdk-internal-module", [][2]string{{"extism:host/env", "alloc"}, {"toolhost:extism/env", "alloc"}}, `"toolhost:extism/env"."alloc"`},
+		{"go-sdk-internal-module", [][2]string{{"toolhost:extism/env", "alloc"}}, `"toolhost:extism/env"."alloc"`},
+		{"wrong-signature", [][2]string{{"extism:host/env", "alloc"}}, `"extism:host/env"."alloc" (imported as () -> (), provided as (i64) -> (i64))`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".wasm")
