@@ -2,49 +2,111 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
-	"unsafe"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/toolhost/toolhost/internal/wasmfile"
 	"github.com/toolhost/toolhost/transport"
 )
 
-func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*extism.CompiledPlugin, error) {
+// compiledModule is a plugin's module compiled in the plugin's own wazero
+// runtime, next to the host modules its instances import: WASI
+// (wasi_snapshot_preview1) and the Go Extism kernel (envModule). sandbox
+// drives wazero itself (no Extism go-sdk in the path: see docs/RATIONALE.md,
+// "Why does sandbox drive wazero itself"), so a call is one Go→Wasm entry.
+//
+// The runtime is built with the Engine's compilation cache,
+// close-on-context-done (a guest still running when its call's context is
+// done is stopped) and a memory cap of the plugin's pages. Closing it
+// closes every instance made from it.
+type compiledModule struct {
+	rt  wazero.Runtime
+	mod wazero.CompiledModule
+}
+
+// Close closes the runtime: the compiled module and every instance of it.
+func (c *compiledModule) Close(ctx context.Context) error { return c.rt.Close(ctx) }
+
+// hostModules are the modules a plugin may import from.
+var hostModules = []string{wasi_snapshot_preview1.ModuleName, envModule}
+
+// compile builds the plugin's runtime (see compiledModule) with a memory
+// cap of pages and compiles wasm in it. Errors wrap ErrABI and
+// transport.ErrInitialize: an invalid module, or one that imports a
+// function neither host module provides, or with another signature (each
+// named in the error).
+func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*compiledModule, error) {
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(p.e.cache).
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(pages)
-	manifest := extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
-		Memory: &extism.ManifestMemory{
-			MaxPages:             pages,
-			MaxHttpResponseBytes: p.maxHTTP,
-			MaxVarBytes:          maxVarBytes,
-		},
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(bgCtx)
+		return nil, p.errorf("building the WASI host module: %v: %w", err, transport.ErrInitialize)
 	}
-	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
-	if err != nil {
-		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1 and extism:host/env): %w: %w", p.m.Path, err, ErrABI, transport.ErrInitialize)
-	}
-	// The kernel host module goes into the plugin's own runtime, before any
-	// instance imports it (instantiation resolves the imports).
-	rt, err := unexported[wazero.Runtime](reflect.ValueOf(compiled).Elem(), "runtime")
-	if err == nil {
-		_, err = hostModule(rt).Instantiate(ctx)
-	}
-	if err != nil {
-		_ = compiled.Close(bgCtx)
+	// The kernel host module goes into the runtime before any instance
+	// imports it (instantiation resolves the imports).
+	if _, err := hostModule(rt).Instantiate(ctx); err != nil {
+		_ = rt.Close(bgCtx)
 		return nil, p.errorf("building the kernel host module: %v: %w", err, transport.ErrInitialize)
 	}
-	return compiled, nil
+	cm, err := rt.CompileModule(ctx, wasm)
+	if err == nil {
+		err = checkImports(rt, cm)
+	}
+	if err != nil {
+		_ = rt.Close(bgCtx)
+		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1 and extism:host/env): %w: %w", p.m.Path, err, ErrABI, transport.ErrInitialize)
+	}
+	return &compiledModule{rt: rt, mod: cm}, nil
+}
+
+// checkImports checks that every function cm imports is exported, with the
+// same signature, by one of the host modules in rt, so that a module the
+// sandbox cannot serve fails at Connect naming the import rather than at
+// its first instance.
+func checkImports(rt wazero.Runtime, cm wazero.CompiledModule) error {
+	var bad []string
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		var def api.FunctionDefinition
+		if slices.Contains(hostModules, mod) {
+			if host := rt.Module(mod); host != nil {
+				def = host.ExportedFunctionDefinitions()[name]
+			}
+		}
+		switch {
+		case def == nil:
+			bad = append(bad, fmt.Sprintf("%q.%q (not provided)", mod, name))
+		case !slices.Equal(def.ParamTypes(), f.ParamTypes()) || !slices.Equal(def.ResultTypes(), f.ResultTypes()):
+			bad = append(bad, fmt.Sprintf("%q.%q (imported as %s, provided as %s)", mod, name, signature(f), signature(def)))
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return fmt.Errorf("unusable imports %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// signature renders a function type as (i64, i64) -> (i32).
+func signature(f api.FunctionDefinition) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return "(" + strings.Join(s, ", ") + ")"
+	}
+	return names(f.ParamTypes()) + " -> " + names(f.ResultTypes())
 }
 
 // measureMemory finds, by trying, how many pages the module grows to while
@@ -105,32 +167,4 @@ func detectABI(m *wasmfile.Module) (ABI, error) {
 		}
 	}
 	return abi, nil
-}
-
-// guestModule returns the go-sdk plugin's main module instance.
-func guestModule(ext *extism.Plugin) (api.Module, error) {
-	m, err := unexported[api.Module](reflect.ValueOf(ext).Elem(), "mainModule")
-	if err == nil && m == nil {
-		err = errors.New("the go-sdk plugin has no main module")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %v: %w", err, transport.ErrInitialize)
-	}
-	return m, nil
-}
-
-// unexported reads field name of the go-sdk struct v. The go-sdk (v1.7.1,
-// pinned in go.mod) keeps the wazero runtime of a CompiledPlugin and the
-// guest module of a Plugin in unexported fields and offers no accessor;
-// reaching them is what lets a call be one Go→Wasm entry into the guest's
-// export with a kernel in Go (see docs/RATIONALE.md). A go-sdk without the
-// fields fails every Connect with this error (and TestGuestModule).
-func unexported[T any](v reflect.Value, name string) (T, error) {
-	var zero T
-	f := v.FieldByName(name)
-	if !f.IsValid() || f.Type() != reflect.TypeFor[T]() {
-		return zero, fmt.Errorf("the Extism go-sdk has no field %s of type %v (go-sdk version changed?)", name, reflect.TypeFor[T]())
-	}
-	t, _ := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(T)
-	return t, nil
 }

@@ -1,33 +1,31 @@
 // Package sandbox runs WebAssembly plugins (Extism plugins of the hyper-mcp
 // "v2" and mcp.run "v1" ABIs; see docs/PLUGIN-ABI.md) as toolhost backends:
 // each Plugin is a transport.Transport, one Wasm call per operation, on
-// wazero through the Extism go-sdk. An Engine holds the on-disk compilation
+// wazero. An Engine holds the on-disk compilation
 // cache that its plugins share; Inspect and CheckModule read a module
 // without running a call.
 //
-// # The import rewrite
+// # The runtime and the kernel
 //
 // A plugin calls the host through the Extism kernel imports, module
 // "extism:host/env" (alloc, input_*, output_*, config_get, var_*,
-// http_request, log_*, ...). The go-sdk instantiates its own module of that
-// name in every runtime and refuses a second one, so its http_request
-// (which checks only the first URL against AllowedHosts and follows
-// redirects with http.DefaultClient) cannot be replaced by a host function
-// of the same name. Connect therefore rewrites the module before compiling
-// it: every function import from "extism:host/env" is renamed to import from
-// sandbox's own module "toolhost:extism/env" instead (the import section is
-// re-encoded, every other byte copied; internal/wasmfile.RewriteImports),
-// and sandbox supplies every function of the kernel's env module under that
-// name, with the same signatures and wire behaviour, and with sandbox's
-// policies: allowed_hosts checked on every request and redirect, per-call
-// HTTP caps, config and variables only as configured, guest logs to the
-// plugin's logger (env.go, http.go, guestlog.go). The rewrite also lets
-// kernel operations reach the instance's kernel through functions looked up
-// once per instance rather than by name on every operation. The module is
-// parsed (internal/wasmfile.Parse) before it is rewritten: its ABI is
-// detected from its exports and its declared memory checked against the
-// cap, so that a wrong file fails Connect with ErrABI or ErrMemoryLimit
-// rather than at the first call.
+// http_request, log_*, ...), and optionally WASI preview 1. sandbox drives
+// wazero itself: each plugin has its own wazero runtime (the Engine's
+// compilation cache, close-on-context-done, the plugin's memory cap in
+// pages) holding WASI and sandbox's own "extism:host/env" host module,
+// which provides every function of the Extism kernel with the same
+// signatures and wire behaviour and with sandbox's policies: allowed_hosts
+// checked on every request and redirect, per-call HTTP caps, config and
+// variables only as configured, guest logs to the plugin's logger (env.go,
+// http.go, guestlog.go). The kernel's memory and blocks are Go (kernel.go),
+// so a call is one Go→Wasm entry, the guest's export, looked up once per
+// instance. Connect checks every import against those host modules (name
+// and signature; anything else fails with ErrABI). The Extism go-sdk is not
+// on this path: the package's tests use it as the ABI oracle
+// (TestExtismOracle). The module is parsed (internal/wasmfile.Parse) before
+// it is compiled: its ABI is detected from its exports and its declared
+// memory checked against the cap, so that a wrong file fails Connect with
+// ErrABI or ErrMemoryLimit rather than at the first call.
 //
 // # The instance pool
 //

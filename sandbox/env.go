@@ -13,7 +13,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -21,14 +20,10 @@ import (
 
 // The Extism kernel imports, as sandbox provides them.
 //
-// The go-sdk instantiates its own "extism:host/env" module in every runtime
-// and refuses a host module of the same name, so its http_request (which
-// checks only the first URL against AllowedHosts and follows redirects with
-// http.DefaultClient) cannot be overridden by a HostFunction. Instead,
-// Connect renames the module of the guest's "extism:host/env" function
-// imports to envModule (wasmfile.RewriteImports) and supplies every function of
-// the SDK's env module under that name (hostModule, a wazero host module in
-// the plugin's runtime) with the same signatures and wire behaviour:
+// Every plugin runs in its own wazero runtime (compile.go), where the host
+// module envModule ("extism:host/env", the name Extism guests import) holds
+// every function of the Extism kernel's env module with the same signatures
+// and wire behaviour (docs/PLUGIN-ABI.md §2), as wazero host functions:
 //
 //   - the kernel itself (alloc, free, length, input_*, output_*, error_*,
 //     load_*/store_*, reset, memory_bytes) is the instance's Go kernel
@@ -36,12 +31,14 @@ import (
 //     the export's;
 //   - config_get, var_get/var_set, http_request, http_status_code,
 //     http_headers, get_log_level and log_* are implemented here, with
-//     sandbox's policies (see http.go, guestlog.go).
+//     sandbox's policies (see http.go, guestlog.go): every URL of a request
+//     and of its redirects is checked against allowed_hosts, unlike the
+//     Extism go-sdk v1.7.1's http_request, which checks only the first.
 //
 // A host function that must fail the call records the error in
 // instance.fault and panics; wazero turns the panic into the guest call's
 // error and Plugin maps instance.fault to the returned error.
-const envModule = "toolhost:extism/env"
+const envModule = "extism:host/env"
 
 type instKey struct{}
 
@@ -51,21 +48,15 @@ const (
 )
 
 // callCtx is the context of one guest call: the call's deadline context
-// with the instance (instKey) and the go-sdk plugin (extism.PluginCtxKey
-// "plugin", for go-sdk code that looks it up), in one value.
+// with the instance (instKey), in one value.
 type callCtx struct {
 	context.Context
 	in *instance
 }
 
 func (c *callCtx) Value(key any) any {
-	switch k := key.(type) {
-	case instKey:
+	if _, ok := key.(instKey); ok {
 		return c.in
-	case extism.PluginCtxKey:
-		if k == "plugin" {
-			return c.in.ext
-		}
 	}
 	return c.Context.Value(key)
 }

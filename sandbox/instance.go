@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -21,11 +20,11 @@ import (
 // goroutine only.
 type instance struct {
 	p      *Plugin
-	ext    *extism.Plugin
 	stdout *lineWriter
 	stderr *lineWriter
 
-	// mod is the guest module and fns its exports, looked up once each.
+	// mod is the guest module (anonymous, in the plugin's runtime) and fns
+	// its exports, looked up once each.
 	mod api.Module
 	fns map[string]api.Function
 	k   *kernel
@@ -69,30 +68,28 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	if !p.probe {
 		ictx = withReservedMemory(ctx)
 	}
-	ext, err := compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	// Anonymous (a module's name section would otherwise name it, and a
+	// name can be instantiated only once per runtime); no start function:
+	// initialize runs the guest runtime's own initialisation.
+	mod, err := compiled.rt.InstantiateModule(ictx, compiled.mod, mc.WithName("").WithStartFunctions())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, p.ctxError(ctx, nil, "instantiate")
 		}
 		return nil, p.errorf("instantiating: %v: %w", err, transport.ErrInitialize)
 	}
-	in.ext = ext
+	in.mod = mod
 	in.k = newKernel(uint64(p.memPages) * PageSize)
 	in.fns = make(map[string]api.Function, 4)
-	mod, err := guestModule(ext)
-	if err == nil {
-		in.mod = mod
-		err = in.initialize(ctx)
-	}
-	if err != nil {
+	if err := in.initialize(ctx); err != nil {
 		in.close()
 		return nil, err
 	}
 	return in, nil
 }
 
-// initialize runs the guest runtime's initialisation once, as the go-sdk
-// does before an instance's first call (runtime.go): a WASI reactor's
+// initialize runs the guest runtime's initialisation once, as the Extism
+// go-sdk does before an instance's first call (its runtime.go): a WASI reactor's
 // _initialize, then hs_init(0, 0) for a Haskell module, or a command's
 // __wasm_call_ctors when there is no _initialize.
 func (in *instance) initialize(ctx context.Context) error {
@@ -169,8 +166,8 @@ func (in *instance) sleep(ns int64) {
 }
 
 func (in *instance) close() {
-	if in.ext != nil {
-		_ = in.ext.Close(bgCtx)
+	if in.mod != nil {
+		_ = in.mod.Close(bgCtx)
 	}
 	if in.k != nil {
 		in.k.release()

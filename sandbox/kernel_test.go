@@ -6,7 +6,6 @@ import (
 	"runtime/metrics"
 	"testing"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -69,23 +68,6 @@ func TestKernel(t *testing.T) {
 	}
 	if k.alloc(0) != 0 {
 		t.Fatalf("alloc number %d must fail", maxBlocks+1)
-	}
-}
-
-// TestGuestModule checks that the go-sdk still keeps the guest module where
-// guestModule finds it.
-func TestGuestModule(t *testing.T) {
-	p := connect(t, newTestEngine(t), "echo", Manifest{Instances: 1}, nil)
-	in, err := p.newInstance(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.close()
-	if in.mod == nil || in.mod.ExportedFunction("call_tool") == nil {
-		t.Fatal("guest module without call_tool")
-	}
-	if _, err := guestModule(&extism.Plugin{}); err == nil {
-		t.Fatal("a plugin without a main module must fail")
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/internal/units"
@@ -123,7 +122,7 @@ type Plugin struct {
 	mu         sync.Mutex
 	state      int
 	ops        opCounter // Connect and calls in flight
-	compiled   *extism.CompiledPlugin
+	compiled   *compiledModule
 	idle       []*instance
 	engineHeld bool
 	abi        ABI
@@ -278,9 +277,6 @@ func (p *Plugin) errorf(format string, args ...any) error {
 }
 
 func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
-	if _, ok := os.LookupEnv("EXTISM_ENABLE_WASI_OUTPUT"); ok {
-		return nil, p.errorf("EXTISM_ENABLE_WASI_OUTPUT is set: the Extism go-sdk would then write guest output to the process's stdout, which must carry only protocol; unset it: %w", transport.ErrStart)
-	}
 	if err := p.m.Validate(); err != nil {
 		return nil, p.errorf("%w: %w", err, transport.ErrStart)
 	}
@@ -331,7 +327,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		}
 		p.cacheKey = key
 	}
-	wasm := wasmfile.RewriteImports(b, mod, "extism:host/env", envModule)
+	wasm := b
 	compiled, err := p.compile(ctx, wasm, p.memPages)
 	if err != nil {
 		return nil, err

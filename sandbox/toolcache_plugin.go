@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/internal/wasmfile"
@@ -76,7 +75,7 @@ func (p *Plugin) warmInBackground() {
 // Connect from the tool-list cache (once: concurrent callers wait for the
 // compile in progress, within ctx). Errors: the compile's (ErrABI,
 // transport.ErrInitialize), transport.ErrClosed, ctx's.
-func (p *Plugin) compiledPlugin(ctx context.Context) (*extism.CompiledPlugin, error) {
+func (p *Plugin) compiledPlugin(ctx context.Context) (*compiledModule, error) {
 	for {
 		p.mu.Lock()
 		if c := p.compiled; c != nil {
@@ -98,11 +97,11 @@ func (p *Plugin) compiledPlugin(ctx context.Context) (*extism.CompiledPlugin, er
 		}
 		ch := make(chan struct{})
 		p.compiling = ch
-		wasm, mod := p.wasm, p.module
+		wasm := p.wasm
 		p.mu.Unlock()
 
 		start := time.Now()
-		c, err := p.compile(ctx, wasmfile.RewriteImports(wasm, mod, "extism:host/env", envModule), p.memPages)
+		c, err := p.compile(ctx, wasm, p.memPages)
 		p.mu.Lock()
 		p.compiling = nil
 		close(ch)
