@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/toolhost/toolhost/host/store"
 )
@@ -51,33 +52,86 @@ type stateStore struct {
 	db     *store.DB
 	own    bool  // opened by the host: closed by Host.Close
 	err    error // the last failure to open it
+	errAt  time.Time
+	// opening is closed when the open in progress (openStore) ends.
+	opening chan struct{}
 	memory bool  // memory-only mode: [store] required = false and the store could not be opened, or no store configured
 }
 
 // db returns the host's store, opening it at the first call (see
-// stateStore). Errors wrap ErrStoreUnavailable.
+// stateStore). The open runs on the host's own context, bounded by
+// storeOpenTimeout, not on the caller's: a call with a short deadline stops
+// waiting for it (ctx.Err wrapped in ErrStoreUnavailable) but does not
+// interrupt it (a migration cut short halfway). A failed open is tried
+// again at a call after storeRetryAfter. Errors wrap ErrStoreUnavailable.
 func (h *Host) db(ctx context.Context) (*store.DB, error) {
 	s := &h.state
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.db != nil {
-		return s.db, nil
+		db := s.db
+		s.mu.Unlock()
+		return db, nil
 	}
 	if h.opts.Store != nil {
 		s.db = h.opts.Store
-		return s.db, nil
+		s.mu.Unlock()
+		return h.opts.Store, nil
 	}
-	url := h.config().Store.URL
-	if url == "" {
-		url, s.memory = "sqlite::memory:", true
-	}
-	db, err := store.Open(ctx, url, store.Options{})
-	if err != nil {
-		s.err = err
+	if s.err != nil && time.Since(s.errAt) < storeRetryAfter {
+		err := s.err
+		s.mu.Unlock()
 		return nil, errors.Join(ErrStoreUnavailable, err)
 	}
-	s.db, s.own = db, true
-	return db, nil
+	if s.opening == nil {
+		s.opening = make(chan struct{})
+		url := h.config().Store.URL
+		memory := url == ""
+		if memory {
+			url = "sqlite::memory:"
+		}
+		go h.openStore(url, memory, s.opening)
+	}
+	ch := s.opening
+	s.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return nil, errors.Join(ErrStoreUnavailable, ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil, errors.Join(ErrStoreUnavailable, s.err)
+	}
+	return s.db, nil
+}
+
+// Bounds of the host's own opening of its store (db).
+const (
+	storeOpenTimeout = 30 * time.Second
+	storeRetryAfter  = 5 * time.Second
+)
+
+// openStore opens the store at url for db and closes done when it is
+// open or has failed. A store opened after Close began is closed at once.
+func (h *Host) openStore(url string, memory bool, done chan struct{}) {
+	ctx, cancel := context.WithTimeout(h.ctx, storeOpenTimeout)
+	defer cancel()
+	db, err := store.Open(ctx, url, store.Options{})
+	s := &h.state
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer close(done)
+	s.opening = nil
+	switch {
+	case err != nil:
+		s.err, s.errAt = err, time.Now()
+	case h.ctx.Err() != nil:
+		db.Close()
+		s.err, s.errAt = ErrClosed, time.Now()
+	default:
+		s.db, s.own, s.memory, s.err = db, true, memory, nil
+	}
 }
 
 // Store returns the store the host keeps its state in, opening it if it
@@ -89,6 +143,13 @@ func (h *Host) Store(ctx context.Context) (*store.DB, error) { return h.db(ctx) 
 func (h *Host) closeStore() error {
 	s := &h.state
 	s.mu.Lock()
+	// An open in progress ends soon (h.ctx is cancelled) and closes what
+	// it opened itself.
+	if ch := s.opening; ch != nil {
+		s.mu.Unlock()
+		<-ch
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	if s.db == nil || !s.own {
 		return nil

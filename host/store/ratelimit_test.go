@@ -12,9 +12,9 @@ import (
 	"github.com/toolhost/toolhost/internal/pgtest"
 )
 
-// engines opens a fresh store on each engine: an SQLite file and a
+// rateEngines opens a fresh store on each engine: an SQLite file and a
 // PostgreSQL database of pgtest.
-func engines(t *testing.T) []struct {
+func rateEngines(t *testing.T) []struct {
 	name string
 	db   *store.DB
 } {
@@ -54,7 +54,7 @@ func ageBucket(t *testing.T, db *store.DB, key string, d time.Duration) {
 // database clock, never beyond its capacity, and a refused take changes
 // nothing. Keys are data: one that reads like SQL stays a key.
 func TestRateTakeBurstRefill(t *testing.T) {
-	for _, e := range engines(t) {
+	for _, e := range rateEngines(t) {
 		t.Run(e.name, func(t *testing.T) {
 			ctx := context.Background()
 			db := e.db
@@ -120,7 +120,7 @@ func TestRateTakeBurstRefill(t *testing.T) {
 // not refill in the test's time take exactly 10 tokens (the take is one
 // atomic statement), on both engines, over several connections.
 func TestRateTakeConcurrent(t *testing.T) {
-	for _, e := range engines(t) {
+	for _, e := range rateEngines(t) {
 		t.Run(e.name, func(t *testing.T) {
 			var took atomic.Int32
 			var wg sync.WaitGroup
@@ -148,7 +148,7 @@ func TestRateTakeConcurrent(t *testing.T) {
 // TestRateTakeBounded: a take under a context already past its deadline
 // fails at once with the context's error (the layer's bound).
 func TestRateTakeBounded(t *testing.T) {
-	for _, e := range engines(t) {
+	for _, e := range rateEngines(t) {
 		t.Run(e.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 			defer cancel()

@@ -136,7 +136,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*DB, error) {
 		db.display = redactURL(rawURL)
 		db.sql, err = sql.Open("pgx", rawURL)
 	default:
-		return nil, fmt.Errorf("%w %q: want sqlite:///PATH, sqlite::memory: or postgres://...", ErrURL, redactURL(rawURL))
+		return nil, fmt.Errorf("%w %q: want sqlite:///PATH, sqlite::memory: or postgres://HOST/DB", ErrURL, redactURL(rawURL))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, db.display, err)
