@@ -174,7 +174,7 @@ func TestGrantThroughServe(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
-	code, body := rest("bob-token-0123456789ab", "POST", "/api/v1/mcp/invoke", `{"tool_name":"fixture__echo","params":{"text":"x"}}`)
+	code, body := rest("bob-token-0123456789ab", "POST", "/api/v1/mcp/invoke", `{"name":"fixture__echo","params":{"text":"x"}}`)
 	if code != http.StatusForbidden || !strings.Contains(string(body), `"kind":"grant_required"`) {
 		t.Fatalf("invoke without a grant: %d %s", code, body)
 	}
@@ -197,7 +197,7 @@ func TestGrantThroughServe(t *testing.T) {
 	if code != http.StatusCreated || json.Unmarshal(body, &g) != nil || g.Subject != "bob" || g.CreatedBy != "api:ops" {
 		t.Fatalf("POST /api/v1/grants: %d %s", code, body)
 	}
-	if code, body := rest("bob-token-0123456789ab", "POST", "/api/v1/mcp/invoke", `{"tool_name":"fixture__echo","params":{"text":"x"}}`); code != http.StatusOK {
+	if code, body := rest("bob-token-0123456789ab", "POST", "/api/v1/mcp/invoke", `{"name":"fixture__echo","params":{"text":"x"}}`); code != http.StatusOK {
 		t.Fatalf("invoke with the API's grant: %d %s", code, body)
 	}
 	code, body = rest("ops-token-0123456789ab", "GET", "/api/v1/grants", "")
