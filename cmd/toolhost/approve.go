@@ -335,25 +335,37 @@ func printPinStatus(w io.Writer, h *host.Host) {
 }
 
 // pinStore gives the Host of a command the configuration's store when
-// pinning is on (so that pins written by trust-first, and approvals made
-// by toolhost approve, are the ones every command and serve see), unless
-// opts has one already. It returns what closes it once the Host is closed,
+// pinning is on, a tool needs a grant or one is idempotent (so that pins
+// written by trust-first, approvals made by toolhost approve, grants made
+// by toolhost grant and stored results are the ones every command and
+// serve see: without it the Host would keep them in memory), unless opts
+// has one already. It returns what closes it once the Host is closed,
 // or an exit status: a store that cannot be opened fails the command when
 // [store] required (the default), else it is a warning and the Host keeps
 // its pins in memory.
 func (c *cli) pinStore(ctx context.Context, cfg *config.Config, opts *host.Options) (func(), int) {
-	if opts.Store != nil || !cfg.PinsOn() {
+	if opts.Store != nil || !(cfg.PinsOn() || cfg.NeedsGrants() || hasIdempotent(cfg)) {
 		return func() {}, exitOK
 	}
 	db, err := openStore(ctx, cfg)
 	if err != nil {
 		if cfg.Store.IsRequired() {
-			fmt.Fprintf(c.stderr, "toolhost: tool pinning needs the store: %s\n", esc(err))
+			fmt.Fprintf(c.stderr, "toolhost: the store (tool pins, grants, idempotency) cannot be opened: %s\n", esc(err))
 			return nil, exitUsage
 		}
-		fmt.Fprintf(c.stderr, "toolhost: warning: the store cannot be opened ([store] required = false): tool pins are kept in memory only: %s\n", esc(err))
+		fmt.Fprintf(c.stderr, "toolhost: warning: the store cannot be opened ([store] required = false): tool pins, grants and stored results are kept in memory only: %s\n", esc(err))
 		return func() {}, exitOK
 	}
 	opts.Store = db
 	return func() { db.Close() }, exitOK
+}
+
+// hasIdempotent reports whether a [tools.NAME] table says idempotent.
+func hasIdempotent(cfg *config.Config) bool {
+	for _, t := range cfg.Tools {
+		if t.Idempotent {
+			return true
+		}
+	}
+	return false
 }
