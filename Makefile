@@ -143,8 +143,8 @@ stress-serve: build plugins
 ## HAProxy on loopback; 50 go-sdk clients and 4 session clients for 60s, one
 ## replica killed (SIGKILL) every 10s and restarted; prints the figures and
 ## fails when one is off (about 90s). Installs haproxy and postgresql from
-## Debian when missing (apt-get: as root, else with sudo). SCALEFLAGS adds
-## checks of features, e.g. SCALEFLAGS='-grants -rate -audit'.
+## Debian when missing (apt-get: as root, else with sudo). SCALEFLAGS passes
+## flags to internal/scaletest, e.g. SCALEFLAGS="-duration 20s -kill 5s".
 SCALEFLAGS ?=
 scale-test: build plugins/time.wasm
 	@missing=; command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || missing="$$missing haproxy"; \

@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/pgtest"
 	"github.com/toolhost/toolhost/internal/testutil"
 	"github.com/toolhost/toolhost/internal/wasmbuild"
 	"github.com/toolhost/toolhost/transport"
@@ -127,11 +128,18 @@ func children() []string {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == self {
+		if len(f) > 1 && f[1] == self && !isPgtest(d) {
 			out = append(out, strings.TrimSpace(s[:i+1])+" "+f[0])
 		}
 	}
 	return out
+}
+
+// isPgtest reports whether /proc/PID/stat is the test binary's PostgreSQL
+// (the store tests' server, stopped by TestMain, not by a Host).
+func isPgtest(stat string) bool {
+	pid := pgtest.PID()
+	return pid != 0 && stat == "/proc/"+strconv.Itoa(pid)+"/stat"
 }
 
 // echo calls name (an echo tool) and checks the answer.

@@ -230,3 +230,13 @@ func start() (*server, error) {
 	defer mu.Unlock()
 	return nil, fmt.Errorf("pgtest: postgres did not start:\n%s", strings.Join(logTail, "\n"))
 }
+
+// PID returns the process id of the test binary's PostgreSQL server, 0
+// when none runs: a test that checks it left no child process behind
+// leaves this one out (Main stops it).
+func PID() int {
+	if srv == nil || srv.cmd.Process == nil {
+		return 0
+	}
+	return srv.cmd.Process.Pid
+}
