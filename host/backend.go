@@ -138,6 +138,23 @@ func (h *Host) spawn(f func()) {
 	}()
 }
 
+// every runs f every d on a goroutine of the host's (spawn) until the host
+// closes (h.stop); the first run is after d.
+func (h *Host) every(d time.Duration, f func()) {
+	h.spawn(func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	})
+}
+
 func (h *Host) newBackend(name, kind, prefix string, timeout time.Duration, sv config.Supervision) *backend {
 	b := &backend{hooks: h.hooks(), name: name, kind: kind, prefix: prefix, timeout: timeout, logger: h.backendLogger(name), sv: sv,
 		startReq: make(chan struct{}, 1), lostSig: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), restartReq: make(chan chan error),

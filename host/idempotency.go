@@ -361,26 +361,15 @@ func (h *Host) startIdemSweep(db *store.DB) {
 		if h.closed {
 			return
 		}
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			t := time.NewTicker(idemSweepEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-h.stop:
-					return
-				case <-t.C:
-				}
-				ctx, cancel := context.WithTimeout(h.ctx, idemStoreTimeout)
-				n, err := db.SweepIdempotency(ctx)
-				cancel()
-				if err != nil {
-					h.logger.Warn("idempotency sweep failed", "error", err)
-				} else if n > 0 {
-					h.logger.Debug("idempotency sweep", "deleted", n)
-				}
+		h.every(idemSweepEvery, func() {
+			ctx, cancel := context.WithTimeout(h.ctx, idemStoreTimeout)
+			n, err := db.SweepIdempotency(ctx)
+			cancel()
+			if err != nil {
+				h.logger.Warn("idempotency sweep failed", "error", err)
+			} else if n > 0 {
+				h.logger.Debug("idempotency sweep", "deleted", n)
 			}
-		}()
+		})
 	})
 }

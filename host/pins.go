@@ -384,18 +384,9 @@ func (h *Host) startPinRefresh() {
 	default:
 	}
 	h.pins.refresh.Do(func() {
-		h.spawn(func() {
-			t := time.NewTicker(PinRefreshInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-h.stop:
-					return
-				case <-t.C:
-					if err := h.RefreshPins(h.ctx); err != nil && !errors.Is(err, ErrClosed) {
-						h.logger.Debug("pin refresh", "error", err)
-					}
-				}
+		h.every(PinRefreshInterval, func() {
+			if err := h.RefreshPins(h.ctx); err != nil && !errors.Is(err, ErrClosed) {
+				h.logger.Debug("pin refresh", "error", err)
 			}
 		})
 	})

@@ -48,14 +48,14 @@ var (
 // [store] url of the configuration, else an in-memory SQLite database,
 // opened at the first need (db).
 type stateStore struct {
-	mu     sync.Mutex
-	db     *store.DB
-	own    bool  // opened by the host: closed by Host.Close
-	err    error // the last failure to open it
-	errAt  time.Time
+	mu    sync.Mutex
+	db    *store.DB
+	own   bool  // opened by the host: closed by Host.Close
+	err   error // the last failure to open it
+	errAt time.Time
 	// opening is closed when the open in progress (openStore) ends.
 	opening chan struct{}
-	memory bool  // memory-only mode: [store] required = false and the store could not be opened, or no store configured
+	memory  bool // memory-only mode: [store] required = false and the store could not be opened, or no store configured
 }
 
 // db returns the host's store, opening it at the first call (see

@@ -1,10 +1,7 @@
 package gateway
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -49,19 +46,7 @@ func (g *Gateway) createGrant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req GrantRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			WriteError(w, http.StatusRequestEntityTooLarge, host.KindBadRequest, fmt.Sprintf("the body exceeds [serve] max_body (%d bytes)", tooBig.Limit))
-			return
-		}
-		badRequest(w, "the body is not a grant request ({\"subject\", \"tool\", \"ttl\", \"uses\", \"reason\"}): %v", err)
-		return
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		badRequest(w, "the body has more than one JSON value")
+	if !decodeBody(w, r, &req, `a grant request ({"subject", "tool", "ttl", "uses", "reason"})`) {
 		return
 	}
 	var ttl config.Duration

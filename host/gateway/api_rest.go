@@ -391,19 +391,7 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req InvokeRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			WriteError(w, http.StatusRequestEntityTooLarge, host.KindBadRequest, fmt.Sprintf("the body exceeds [serve] max_body (%d bytes)", tooBig.Limit))
-			return
-		}
-		badRequest(w, "the body is not an invoke request: %v", err)
-		return
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		badRequest(w, "the body has more than one JSON value")
+	if !decodeBody(w, r, &req, "an invoke request") {
 		return
 	}
 	name, msg := g.invokeTarget(&req)
@@ -802,4 +790,27 @@ func jsonBodyLimit(next http.Handler, max int64) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// decodeBody decodes the request's body, one JSON object with no unknown
+// field, into v; it answers 413 (over [serve] max_body) or 400 itself and
+// returns false when it cannot. what names the body for the message ("an
+// invoke request").
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			WriteError(w, http.StatusRequestEntityTooLarge, host.KindBadRequest, fmt.Sprintf("the body exceeds [serve] max_body (%d bytes)", tooBig.Limit))
+			return false
+		}
+		badRequest(w, "the body is not %s: %v", what, err)
+		return false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		badRequest(w, "the body has more than one JSON value")
+		return false
+	}
+	return true
 }
