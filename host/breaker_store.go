@@ -135,9 +135,11 @@ func (h *Host) startBreakerShare(ctx context.Context) {
 	if h.opts.Store == nil && h.config().Store.URL == "" {
 		return
 	}
-	octx, cancel := context.WithTimeout(ctx, breakerIOTimeout*5)
-	db, err := h.db(octx)
-	cancel()
+	// New's ctx may be done already (toolhost call does not wait for the
+	// backends' start): loading the state is bounded on its own.
+	ctx, cancelLoad := context.WithTimeout(context.WithoutCancel(ctx), breakerIOTimeout*5)
+	defer cancelLoad()
+	db, err := h.db(ctx)
 	if err != nil {
 		h.logger.Warn("circuit breakers stay in memory: no store", "error", err)
 		return

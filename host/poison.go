@@ -151,11 +151,16 @@ func distinctive(own string) bool {
 
 // poisonWarnings returns the warnings of a catalogue (sorted): every tool's
 // (toolWarnings), descriptions that name another backend's tool, and tool
-// names that two backends both offer.
+// names that two backends both offer when one offers it without a prefix.
 func poisonWarnings(tools map[string]entry) []string {
 	var out []string
 	byName := map[string]string{} // catalogue or distinctive own name -> backend
 	owners := map[string][]string{}
+	// bare: own names some backend offers without a prefix. Two prefixed
+	// tools of one name (everything__echo, fixture__echo) are told apart by
+	// their catalogue names; an unprefixed one (echo) can pass for the
+	// other backend's.
+	bare := map[string]bool{}
 	for name, e := range tools {
 		byName[name] = e.b.name
 		if distinctive(e.name) {
@@ -167,6 +172,9 @@ func poisonWarnings(tools map[string]entry) []string {
 		}
 		if !slices.Contains(owners[e.name], e.b.name) {
 			owners[e.name] = append(owners[e.name], e.b.name)
+		}
+		if name == e.name {
+			bare[e.name] = true
 		}
 	}
 	for name, e := range tools {
@@ -182,7 +190,7 @@ func poisonWarnings(tools map[string]entry) []string {
 		}
 	}
 	for own, bs := range owners {
-		if len(bs) > 1 {
+		if len(bs) > 1 && bare[own] {
 			slices.Sort(bs)
 			out = append(out, fmt.Sprintf("tool name %q is offered by backends %s: a model may call one for the other (cross-server shadowing)", own, strings.Join(bs, ", ")))
 		}

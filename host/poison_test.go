@@ -81,7 +81,8 @@ func TestPoisonNoFalsePositives(t *testing.T) {
 
 // TestPoisonCatalogue: a backend whose description names another
 // backend's tool, a poisoned description and two backends offering the
-// same tool name are warned about in ToolWarnings; the clean tools are not.
+// same tool name, one of them without a prefix, are warned about in
+// ToolWarnings; the clean tools are not, nor two prefixed tools of one name.
 func TestPoisonCatalogue(t *testing.T) {
 	dir := t.TempDir()
 	desc := filepath.Join(dir, "desc")
@@ -93,13 +94,17 @@ args = ["-describe", "`+desc+`"]
 
 [servers.b]
 command = "@FIXTURE@"
+
+[servers.c]
+command = "@FIXTURE@"
+prefix = ""
 `)
 	ws := strings.Join(h.ToolWarnings(), "\n")
 	for _, want := range []string{
 		"tool a__echo (backend a): description: a tag that addresses the model",
 		"(before-other-tools:",
 		"tool a__echo (backend a): description names b__sleep, a tool of backend b (cross-server shadowing)",
-		`tool name "echo" is offered by backends a, b`,
+		`tool name "echo" is offered by backends a, b, c`,
 	} {
 		if !strings.Contains(ws, want) {
 			t.Errorf("warnings lack %q:\n%s", want, ws)

@@ -145,7 +145,7 @@ profile = "readonly"
 	bot := connect(botToken)
 	var refused *mcp.CallToolResult
 	for i := 0; i < 300 && refused == nil; i++ {
-		res, err := bot.CallTool(ctx, &mcp.CallToolParams{Name: "fx__stats", Arguments: map[string]any{}})
+		res, err := bot.CallTool(ctx, &mcp.CallToolParams{Name: "fx__big", Arguments: map[string]any{"bytes": 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
