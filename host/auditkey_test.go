@@ -50,6 +50,9 @@ audit_redact = ["^pin$"]
 
 [plugins.echo]
 path = "@ECHO@"
+# The first call waits for the module's compilation: cold (a fresh
+# machine) and under -race on a busy one it can pass 30s.
+timeout = "5m"
 `, &host.Options{AuditKeyFile: keyPath})
 	if _, err := h.CallTool(context.Background(), "echo__echo", map[string]any{"text": "pay", "pin": "4271"}); err != nil {
 		t.Fatal(err)

@@ -55,7 +55,10 @@ type stateStore struct {
 	errAt time.Time
 	// opening is closed when the open in progress (openStore) ends.
 	opening chan struct{}
-	memory  bool // memory-only mode: [store] required = false and the store could not be opened, or no store configured
+	closed  bool // closeStore ran: no more opens
+	// cancelOpen cancels the open in progress.
+	cancelOpen context.CancelFunc
+	memory     bool // memory-only mode: [store] required = false and the store could not be opened, or no store configured
 }
 
 // db returns the host's store, opening it at the first call (see
@@ -77,6 +80,10 @@ func (h *Host) db(ctx context.Context) (*store.DB, error) {
 		s.mu.Unlock()
 		return h.opts.Store, nil
 	}
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.Join(ErrStoreUnavailable, ErrClosed)
+	}
 	if s.err != nil && time.Since(s.errAt) < storeRetryAfter {
 		err := s.err
 		s.mu.Unlock()
@@ -89,7 +96,12 @@ func (h *Host) db(ctx context.Context) (*store.DB, error) {
 		if memory {
 			url = "sqlite::memory:"
 		}
-		go h.openStore(url, memory, s.opening)
+		// Not h.ctx: the audit writer's last flush in Close may be the
+		// first use of the store (toolhost call), after h.ctx is
+		// cancelled; closeStore cancels this one.
+		octx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
+		s.cancelOpen = cancel
+		go h.openStore(octx, url, memory, s.opening)
 	}
 	ch := s.opening
 	s.mu.Unlock()
@@ -113,20 +125,19 @@ const (
 )
 
 // openStore opens the store at url for db and closes done when it is
-// open or has failed. A store opened after Close began is closed at once.
-func (h *Host) openStore(url string, memory bool, done chan struct{}) {
-	ctx, cancel := context.WithTimeout(h.ctx, storeOpenTimeout)
-	defer cancel()
+// open or has failed. A store opened after closeStore is closed at once.
+func (h *Host) openStore(ctx context.Context, url string, memory bool, done chan struct{}) {
 	db, err := store.Open(ctx, url, store.Options{})
 	s := &h.state
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer close(done)
 	s.opening = nil
+	s.cancelOpen()
 	switch {
 	case err != nil:
 		s.err, s.errAt = err, time.Now()
-	case h.ctx.Err() != nil:
+	case s.closed:
 		db.Close()
 		s.err, s.errAt = ErrClosed, time.Now()
 	default:
@@ -143,9 +154,10 @@ func (h *Host) Store(ctx context.Context) (*store.DB, error) { return h.db(ctx) 
 func (h *Host) closeStore() error {
 	s := &h.state
 	s.mu.Lock()
-	// An open in progress ends soon (h.ctx is cancelled) and closes what
-	// it opened itself.
+	// An open in progress is cancelled, and closes what it opened itself.
+	s.closed = true
 	if ch := s.opening; ch != nil {
+		s.cancelOpen()
 		s.mu.Unlock()
 		<-ch
 		s.mu.Lock()

@@ -334,8 +334,9 @@ func printPinStatus(w io.Writer, h *host.Host) {
 	}
 }
 
-// pinStore gives the Host of a command the configuration's store when
-// pinning is on, a tool needs a grant or one is idempotent (so that pins
+// pinStore gives the Host of a command the configuration's store when it
+// has a [store] url, pinning is on, a tool needs a grant or one is
+// idempotent (so that pins
 // written by trust-first, approvals made by toolhost approve, grants made
 // by toolhost grant and stored results are the ones every command and
 // serve see: without it the Host would keep them in memory), unless opts
@@ -344,7 +345,7 @@ func printPinStatus(w io.Writer, h *host.Host) {
 // [store] required (the default), else it is a warning and the Host keeps
 // its pins in memory.
 func (c *cli) pinStore(ctx context.Context, cfg *config.Config, opts *host.Options) (func(), int) {
-	if opts.Store != nil || !(cfg.PinsOn() || cfg.NeedsGrants() || hasIdempotent(cfg)) {
+	if opts.Store != nil || !(cfg.Store.URL != "" || cfg.PinsOn() || cfg.NeedsGrants() || hasIdempotent(cfg)) {
 		return func() {}, exitOK
 	}
 	db, err := openStore(ctx, cfg)
