@@ -291,22 +291,8 @@ func (s *breakerShare) event(key, state string) {
 	}
 }
 
-// fromOf names where the breaker key's open state came from, while it has
-// a live remote open ("store: ORIGIN"), else "".
-func (s *breakerShare) fromOf(key string) string {
-	if s == nil {
-		return ""
-	}
-	if v, ok := s.slots.Load(key); ok {
-		if r := v.(*remoteSlot).live(); r != nil {
-			return "store: " + r.origin
-		}
-	}
-	return ""
-}
-
 // liveTools returns the tools of backend whose circuit is open from the
-// store (catalogue name → fromOf), whether or not a breaker of theirs was
+// store (catalogue name → "store: ORIGIN", where the open came from), whether or not a breaker of theirs was
 // made here yet.
 func (s *breakerShare) liveTools(backend string) map[string]string {
 	if s == nil {
