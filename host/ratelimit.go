@@ -44,7 +44,7 @@ import (
 // and logged once per outage.
 
 // RateStoreTimeout bounds each access to a shared store by the rate layer.
-const RateStoreTimeout = 250 * time.Millisecond
+const RateStoreTimeout = time.Second
 
 // MetaRetryAfter is the _meta key of an isError result refused by a rate
 // limit: the seconds to wait before calling again (a whole number, at
