@@ -114,10 +114,13 @@ func Open(ctx context.Context, rawURL string, o Options) (*DB, error) {
 	case rawURL == "sqlite::memory:" || rawURL == "sqlite://:memory:":
 		db.engine, db.display = EngineSQLite, "sqlite::memory:"
 		// memdb: one database shared by the pool's connections (a plain
-		// ":memory:" would give each connection its own).
+		// ":memory:" would give each connection its own). Its writers
+		// lock each other out as a file's do, so they wait as long:
+		// without busy_timeout a second connection's write fails at once
+		// with "database is locked" (SQLITE_BUSY).
 		name := "/toolhost-" + randomHex(8)
 		memdb.Create(name, nil)
-		db.sql, err = sql.Open("sqlite3", "file:"+name+"?vfs=memdb&_pragma=foreign_keys(1)&_txlock=immediate")
+		db.sql, err = sql.Open("sqlite3", "file:"+name+"?vfs=memdb&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_txlock=immediate")
 	case strings.HasPrefix(rawURL, "sqlite://"):
 		db.engine = EngineSQLite
 		db.path = strings.TrimPrefix(rawURL, "sqlite://")

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,50 @@ func TestOpenMemory(t *testing.T) {
 	var n int
 	if err := db.SQL().QueryRow("SELECT count(*) FROM rate_buckets").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("count %d %v (connections must share one in-memory database)", n, err)
+	}
+}
+
+// TestMemoryConcurrentWriters: the in-memory store's connections share one
+// database and lock each other out as a file's do; a writer that finds it
+// locked waits (busy_timeout) instead of failing with "database is locked"
+// (SQLITE_BUSY), which a grant revoked while the audit writer flushed once
+// did under load.
+func TestMemoryConcurrentWriters(t *testing.T) {
+	db, err := store.Open(context.Background(), "sqlite::memory:", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const writers, each = 8, 40
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range each {
+				tx, err := db.SQL().Begin()
+				if err == nil {
+					_, err = tx.Exec("INSERT INTO rate_buckets (key, tokens, updated_us) VALUES (?, ?, ?)", fmt.Sprintf("k%d-%d", w, i), 1.0, 1)
+					if err == nil {
+						err = tx.Commit()
+					} else {
+						tx.Rollback()
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := db.SQL().QueryRow("SELECT count(*) FROM rate_buckets").Scan(&n); err != nil || n != writers*each {
+		t.Fatalf("count %d %v, want %d", n, err, writers*each)
 	}
 }
 
