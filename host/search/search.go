@@ -295,7 +295,16 @@ func Terms(text string, yield func(string) bool) {
 		if len(w) > maxTermBytes || stopWords[w] {
 			return true
 		}
-		return yield(stem(w))
+		st := stem(w)
+		if alt, ok := synonyms[st]; ok {
+			for _, a := range alt {
+				if !yield(a) {
+					return false
+				}
+			}
+			return true
+		}
+		return yield(st)
 	}
 	var prev rune
 	for i, r := range text {
@@ -382,7 +391,46 @@ func isASCII(s string) bool {
 // stopWords are English words too common to tell tools apart.
 var stopWords = map[string]bool{}
 
+// synonymGroups are words of the common vocabulary of tools that mean the
+// same: every word of a group is indexed and searched as the group's
+// first word(s) (after stemming), on both sides. Kept small and generic:
+// it is not tuned to one catalogue.
+var synonymGroups = [][2]string{
+	{"directory", "folder dir"},
+	{"create", "make"},
+	{"image", "picture photo img"},
+	{"web", "internet online"},
+	{"allow", "allowed permitted permission"},
+	{"size", "big large"},
+	{"tree", "hierarchy nested"},
+	{"pull request", "pr prs"},
+	{"javascript script", "javascript js"},
+	{"run", "execute exec"},
+	{"current", "now today"},
+	{"delete", "remove erase"},
+	{"message", "msg"},
+	{"repository", "repo"},
+	{"database", "db"},
+	{"kubernetes", "k8s"},
+	{"documentation", "doc docs"},
+}
+
+// synonyms maps the stem of each word of synonymGroups to the stems of its
+// group's first words.
+var synonyms = map[string][]string{}
+
 func init() {
+	for _, g := range synonymGroups {
+		var to []string
+		for _, w := range strings.Fields(g[0]) {
+			to = append(to, stem(w))
+		}
+		for _, w := range strings.Fields(g[0] + " " + g[1]) {
+			if st := stem(w); !slices.Equal(synonyms[st], to) && (len(to) != 1 || st != to[0]) {
+				synonyms[st] = to
+			}
+		}
+	}
 	for _, w := range strings.Fields(`a an and are as at be by can could do does for from has have how i if in into is it its
 		me my of on or our should so some than that the their them then there these this those to up was we what when where which
 		who will with would you your please want need using use via`) {
