@@ -1,0 +1,244 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host/gateway"
+	"github.com/toolhost/toolhost/internal/testutil"
+)
+
+const searchConfig = `
+[servers.fx]
+command = "@FIXTURE@"
+args    = ["-faults"]
+startup_timeout = "5m"
+
+[policy]
+deny = ["fx__crash", "fx__freeze", "fx__hang"]
+
+[serve]
+catalogue = "search"
+always    = ["fx__echo"]
+
+[profiles.review]
+allow = ["fx__echo", "fx__add"]
+always = []
+
+[profiles.ops]
+catalogue = "full"
+allow = ["fx__echo", "fx__add"]
+
+[serve.clients.alice]
+token   = "alice-token-0123456789"
+profile = "review"
+
+[serve.clients.olga]
+token   = "olga-token-01234567890"
+profile = "ops"
+`
+
+// found decodes the structuredContent of a search_tools result.
+func found(t *testing.T, res *mcp.CallToolResult) []gateway.FoundTool {
+	t.Helper()
+	if res.IsError {
+		t.Fatalf("search_tools: %s", text(res))
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Tools []gateway.FoundTool }
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+	var fromText struct{ Tools []gateway.FoundTool }
+	if err := json.Unmarshal([]byte(text(res)), &fromText); err != nil || len(fromText.Tools) != len(out.Tools) {
+		t.Fatalf("text content %q is not the same JSON: %v", text(res), err)
+	}
+	return out.Tools
+}
+
+func foundNames(ts []gateway.FoundTool) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+// TestSearchMode: with catalogue = "search", a client lists search_tools,
+// call_tool and the always tools; search_tools finds a tool with its
+// schema, call_tool calls it through the pipeline (audited under the inner
+// tool's name, the profile's policy applied), a tool the backend adds is
+// announced with list_changed and found, and a direct tools/call of an
+// unlisted catalogue tool is served.
+func TestSearchMode(t *testing.T) {
+	f := start(t, searchConfig)
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "search-client"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs := memSession(t, f, client, nil)
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"call_tool", "fx__echo", "search_tools"}) {
+		t.Fatalf("tools/list in search mode = %v", got)
+	}
+
+	hits := found(t, call(t, cs, "search_tools", map[string]any{"query": "sum of two numbers", "limit": 3}))
+	if len(hits) == 0 || hits[0].Name != "fx__add" || hits[0].Description == "" || hits[0].InputSchema == nil {
+		t.Fatalf("search_tools = %+v, want fx__add first with its definition", hits)
+	}
+	if len(hits) > 3 {
+		t.Fatalf("limit 3 gave %d", len(hits))
+	}
+	res := call(t, cs, "call_tool", map[string]any{"name": "fx__add", "arguments": map[string]any{"a": 40, "b": 2}})
+	if res.IsError || !strings.Contains(text(res), "42") {
+		t.Fatalf("call_tool fx__add = %+v %s", res, text(res))
+	}
+	testutil.Eventually(t, waitTimeout, func() bool {
+		for _, r := range f.records() {
+			if r.Tool == "fx__add" && r.Client == "stdio" && r.Outcome == "ok" {
+				return true
+			}
+		}
+		return false
+	}, "no audit record names fx__add")
+
+	// The policy applies to call_tool as to any call: refused, and
+	// audited under the inner tool's name.
+	res = call(t, cs, "call_tool", map[string]any{"name": "fx__crash"})
+	if !res.IsError || !strings.Contains(text(res), "not allowed") {
+		t.Fatalf("call_tool of a denied tool = %s, want refused", text(res))
+	}
+	testutil.Eventually(t, waitTimeout, func() bool {
+		for _, r := range f.records() {
+			if r.Tool == "fx__crash" && r.Outcome != "ok" {
+				return true
+			}
+		}
+		return false
+	}, "the refusal of fx__crash is not audited")
+	if names := foundNames(found(t, call(t, cs, "search_tools", map[string]any{"query": "crash the server process exit"}))); slices.Contains(names, "fx__crash") {
+		t.Fatalf("search_tools found a denied tool: %v", names)
+	}
+
+	// A direct call of a catalogue tool search mode does not list is
+	// served; an unknown name is still the protocol's unknown tool.
+	if res := call(t, cs, "fx__add", map[string]any{"a": 1, "b": 2}); res.IsError || !strings.Contains(text(res), "3") {
+		t.Fatalf("direct call of a hidden tool: %s", text(res))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__nope"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("unknown tool: %v", err)
+	}
+
+	// A tool the backend adds: list_changed (search_tools's description
+	// counts the tools), and search finds it.
+	for len(changed) > 0 {
+		<-changed
+	}
+	call(t, cs, "fx__add_tool", map[string]any{"name": "zebra_stripes"})
+	select {
+	case <-changed:
+	case <-time.After(waitTimeout):
+		t.Fatal("no notifications/tools/list_changed after the catalogue changed")
+	}
+	testutil.Eventually(t, waitTimeout, func() bool {
+		names := foundNames(found(t, call(t, cs, "search_tools", map[string]any{"query": "zebra stripes"})))
+		return len(names) > 0 && names[0] == "fx__zebra_stripes"
+	}, "the added tool is not found")
+
+	// Profiles: alice (review, always = []) sees the meta-tools only and
+	// finds only what review allows; olga (ops, catalogue = "full") sees
+	// every tool she may call.
+	url := serveLoopback(t, f)
+	alice, err := connectHTTP(ctx, url, "alice-token-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	if got := toolNames(t, alice); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
+		t.Fatalf("alice's tools = %v", got)
+	}
+	if names := foundNames(found(t, call(t, alice, "search_tools", map[string]any{"query": "echo add big fail sleep", "limit": 50}))); !slices.Equal(slices.Sorted(slices.Values(names)), []string{"fx__add", "fx__echo"}) {
+		t.Fatalf("alice found %v, want review's tools only", names)
+	}
+	if res := call(t, alice, "call_tool", map[string]any{"name": "fx__big", "arguments": map[string]any{"size": 1}}); !res.IsError || !strings.Contains(text(res), "not allowed") {
+		t.Fatalf("alice's call_tool outside review = %s", text(res))
+	}
+	olga, err := connectHTTP(ctx, url, "olga-token-01234567890")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer olga.Close()
+	if got := toolNames(t, olga); !slices.Equal(got, []string{"fx__add", "fx__echo"}) {
+		t.Fatalf("olga's tools (full) = %v", got)
+	}
+}
+
+// TestSearchModeBadArguments: hostile or wrong arguments of the meta-tools
+// are isError results that say what to fix, never a crash.
+func TestSearchModeBadArguments(t *testing.T) {
+	f := start(t, searchConfig)
+	cs := memSession(t, f, mcp.NewClient(&mcp.Implementation{Name: "c"}, nil), nil)
+	for _, c := range []struct {
+		tool string
+		args any
+		want string
+	}{
+		{"search_tools", map[string]any{}, `"query" is required`},
+		{"search_tools", map[string]any{"query": 3}, `"query" must be a string`},
+		{"search_tools", map[string]any{"query": "x", "limit": 0}, "limit 0 is out of range"},
+		{"search_tools", map[string]any{"query": "x", "limit": 51}, "limit 51 is out of range"},
+		{"search_tools", map[string]any{"query": "x", "limit": 2.5}, `"limit" must be a whole number`},
+		{"search_tools", map[string]any{"query": "x", "lmit": 2}, "unknown field"},
+		{"search_tools", map[string]any{"query": ""}, "no searchable words"},
+		{"search_tools", map[string]any{"query": "the of a"}, "no searchable words"},
+		{"search_tools", map[string]any{"query": strings.Repeat("a", 5000)}, "at most 4096"},
+		{"search_tools", map[string]any{"query": strings.Repeat("ab ", 400)}, "query too long"},
+		{"call_tool", map[string]any{}, `"name" is required`},
+		{"call_tool", map[string]any{"name": ""}, `"name" is required`},
+		{"call_tool", map[string]any{"name": "call_tool"}, "called directly"},
+		{"call_tool", map[string]any{"name": "search_tools"}, "called directly"},
+		{"call_tool", map[string]any{"name": "fx__echo", "arguments": "x"}, "must be an object"},
+		{"call_tool", map[string]any{"name": "fx__echo", "arguments": []any{1}}, "must be an object"},
+		{"call_tool", map[string]any{"name": "fx__nope"}, "unknown tool"},
+		{"call_tool", map[string]any{"name": "fx__add", "arguments": map[string]any{"a": "x"}}, "a"},
+	} {
+		res := call(t, cs, c.tool, c.args)
+		if !res.IsError || !strings.Contains(text(res), c.want) {
+			t.Errorf("%s %v = %v %q, want an error with %q", c.tool, c.args, res.IsError, text(res), c.want)
+		}
+	}
+	// Still serving.
+	if res := call(t, cs, "call_tool", map[string]any{"name": "fx__echo", "arguments": map[string]any{"text": "ok"}}); res.IsError || text(res) != "ok" {
+		t.Fatalf("after bad calls: %s", text(res))
+	}
+	if res := call(t, cs, "call_tool", map[string]any{"name": "fx__echo", "arguments": nil}); !res.IsError {
+		// fx__echo requires text: null arguments are {} and fail validation.
+		t.Fatalf("null arguments: %s", text(res))
+	}
+}
