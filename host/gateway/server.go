@@ -78,7 +78,8 @@ func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer 
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
 	ps.coming = g.h.Coming
 	ps.srv.AddReceivingMiddleware(ps.callComing)
-	ps.initSearch(g) // tool search (search.go): tools/call of tools search mode does not list
+	// Tool search (search.go): tools/call of tools search mode does not list.
+	ps.initSearch(g)
 	ps.srv.AddReceivingMiddleware(g.guard.middleware) // outermost: max_concurrent, versions (guard.go)
 	ps.srv.AddSendingMiddleware(g.notify.sending)     // broadcasts queued per session (notify.go)
 	if g.serve.Stateless {
