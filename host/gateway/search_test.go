@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host/gateway"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
@@ -241,4 +242,98 @@ func TestSearchModeBadArguments(t *testing.T) {
 		// fx__echo requires text: null arguments are {} and fail validation.
 		t.Fatalf("null arguments: %s", text(res))
 	}
+}
+
+// TestSearchModeApply: a reload that turns search mode on or off, or
+// changes always, changes what the profile's clients list (with
+// list_changed), without closing their sessions.
+func TestSearchModeApply(t *testing.T) {
+	src := strings.Split(searchConfig, "[serve]")[0]
+	f := start(t, src)
+	changed := make(chan struct{}, 64)
+	cs := memSession(t, f, mcp.NewClient(&mcp.Implementation{Name: "c"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	}), nil)
+	fullList := toolNames(t, cs)
+	if slices.Contains(fullList, "search_tools") || !slices.Contains(fullList, "fx__add") {
+		t.Fatalf("full mode lists %v", fullList)
+	}
+	apply := func(extra string) {
+		t.Helper()
+		cfg, err := config.Parse([]byte(strings.ReplaceAll(src+extra, "@FIXTURE@", testutil.Fixture(t))), &config.Options{Name: "test.toml"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		if _, err := f.h.Apply(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitList := func(want []string) {
+		t.Helper()
+		testutil.Eventually(t, waitTimeout, func() bool { return slices.Equal(toolNames(t, cs), want) }, "tools never became", want)
+	}
+	apply("[serve]\ncatalogue = \"search\"\nalways = [\"fx__echo\"]\n")
+	waitList([]string{"call_tool", "fx__echo", "search_tools"})
+	select {
+	case <-changed:
+	case <-time.After(waitTimeout):
+		t.Fatal("no list_changed when search mode came on")
+	}
+	apply("[serve]\ncatalogue = \"search\"\nalways = [\"fx__add\", \"fx__echo\"]\n")
+	waitList([]string{"call_tool", "fx__add", "fx__echo", "search_tools"})
+	apply("[serve]\ncatalogue = \"full\"\n")
+	waitList(fullList)
+}
+
+// FuzzMetaTools calls search_tools and call_tool with arbitrary arguments:
+// every call gets an answer (a result, or a JSON-RPC error for arguments
+// that are not an object), never a crash, and the gateway keeps serving.
+func FuzzMetaTools(f *testing.F) {
+	for _, seed := range []string{`{"query":"add numbers"}`, `{"query":"x","limit":50}`, `{"query":"\u0000\uffff"}`,
+		`{"name":"fx__echo","arguments":{"text":"a"}}`, `{"name":"fx__add","arguments":null}`, `{"name":"call_tool"}`,
+		`{"query":["a"]}`, `{"limit":-1}`, `{}`, `[]`, `null`, `3`, `{"name":{"a":1}}`, `{"query":"` + strings.Repeat("é", 600) + `"}`} {
+		f.Add(seed, true)
+		f.Add(seed, false)
+	}
+	fx := startTB(f, searchConfig)
+	ctx, cancel := context.WithCancel(context.Background())
+	ct, st := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- fx.g.ServeTransport(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fuzz"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		cancel()
+		f.Fatal(err)
+	}
+	f.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-served
+	})
+	f.Fuzz(func(t *testing.T, args string, search bool) {
+		if !json.Valid([]byte(args)) {
+			return
+		}
+		name := "call_tool"
+		if search {
+			name = "search_tools"
+		}
+		cctx, ccancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer ccancel()
+		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err == nil && res == nil {
+			t.Fatalf("%s %s: no result and no error", name, args)
+		}
+		alive, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo"}})
+		if err != nil || alive.IsError {
+			t.Fatalf("after %s %s the gateway no longer answers: %v", name, args, err)
+		}
+	})
 }
