@@ -41,7 +41,6 @@ package search
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -150,20 +149,20 @@ var weights = [nFields]float64{WeightName, WeightTitle, WeightDescription, Weigh
 // indexed (the caller's catalogue has unique names).
 func New(docs []Doc) *Index {
 	type docTerms struct {
-		counts [nFields]map[string]int
+		counts map[string][nFields]int32
 		lens   [nFields]int
 	}
 	all := make([]docTerms, len(docs))
 	var total [nFields]float64
 	for i, d := range docs {
 		dt := &all[i]
+		dt.counts = map[string][nFields]int32{}
 		add := func(f int, text string) {
-			if dt.counts[f] == nil {
-				dt.counts[f] = map[string]int{}
-			}
 			n := 0
 			Terms(text, func(t string) bool {
-				dt.counts[f][t]++
+				c := dt.counts[t]
+				c[f]++
+				dt.counts[t] = c
 				dt.lens[f]++
 				n++
 				return n < MaxTermsPerField
@@ -193,18 +192,20 @@ func New(docs []Doc) *Index {
 	ix := &Index{names: make([]string, len(docs)), postings: map[string][]posting{}}
 	for i, d := range docs {
 		ix.names[i] = d.Name
-		tf := map[string]float64{}
+		var norm [nFields]float64
 		for f := range nFields {
-			norm := 1 - B + B*float64(all[i].lens[f])/avg[f]
-			for t, c := range all[i].counts[f] {
-				tf[t] += weights[f] * float64(c) / norm
+			norm[f] = 1 - B + B*float64(all[i].lens[f])/avg[f]
+		}
+		// Each document appends at most one posting per term, in document
+		// order, so postings (and scores) do not depend on map order.
+		for t, c := range all[i].counts {
+			tf := 0.0
+			for f := range nFields {
+				tf += weights[f] * float64(c[f]) / norm[f]
 			}
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(tf)})
 		}
-		// Sorted terms: postings are appended in doc order whatever the
-		// map's order, so the index is the same for the same docs.
-		for _, t := range slices.Sorted(maps.Keys(tf)) {
-			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(tf[t])})
-		}
+		all[i].counts = nil
 	}
 	return ix
 }
@@ -285,16 +286,20 @@ func Terms(text string, yield func(string) bool) {
 	if len(text) > MaxFieldBytes {
 		text = text[:MaxFieldBytes]
 	}
-	var word []rune
+	var buf [maxTermBytes + utf8.UTFMax]byte
+	word := buf[:0]
+	long := false // the word is longer than maxTermBytes: skipped
 	flush := func() bool {
-		if len(word) == 0 {
+		if len(word) == 0 && !long {
+			return true
+		}
+		skip := long || len(word) > maxTermBytes || stopWords[string(word)] // no allocation for the lookup
+		if skip {
+			word, long = buf[:0], false
 			return true
 		}
 		w := string(word)
-		word = word[:0]
-		if len(w) > maxTermBytes || stopWords[w] {
-			return true
-		}
+		word = buf[:0]
 		st := stem(w)
 		if alt, ok := synonyms[st]; ok {
 			for _, a := range alt {
@@ -335,7 +340,11 @@ func Terms(text string, yield func(string) bool) {
 				return
 			}
 		}
-		word = append(word, unicode.ToLower(r))
+		if len(word) > maxTermBytes {
+			long = true
+		} else {
+			word = utf8.AppendRune(word, unicode.ToLower(r))
+		}
 		prev = r
 	}
 	flush()
