@@ -228,3 +228,61 @@ func TestSearchCatalogueClients(t *testing.T) {
 		want(t, r.Result)
 	})
 }
+
+// BenchmarkSearchCatalogue compares, on the 324-tool catalogue, what a
+// client pays to see the catalogue: tools/list in full mode, against
+// search_tools (limit 5) in search mode, both over an in-memory MCP
+// session, and Host.Search alone.
+//
+//	go test -run XXX -bench SearchCatalogue -benchmem -count 5 ./host/gateway/
+func BenchmarkSearchCatalogue(b *testing.B) {
+	src := strings.NewReplacer("@CATALOGUE_FIXTURE@", testutil.GoBinary(b, "./testdata/cataloguefixture"),
+		"@CATALOGUE@", filepath.Join(testutil.Root(), "testdata", "catalogue", "tools.json")).Replace(catalogueConfig)
+	session := func(b *testing.B, src string) (*fixture, *mcp.ClientSession) {
+		f := startTB(b, src)
+		ctx, cancel := context.WithCancel(context.Background())
+		ct, st := mcp.NewInMemoryTransports()
+		served := make(chan error, 1)
+		go func() { served <- f.g.ServeTransport(ctx, st) }()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			cs.Close()
+			cancel()
+			<-served
+		})
+		return f, cs
+	}
+	fs, search := session(b, src)
+	_, full := session(b, strings.Replace(src, `catalogue = "search"`, `catalogue = "full"`, 1))
+	ctx := context.Background()
+	queries := []string{"open a new issue in a GitHub repo", "take a screenshot of the page", "list the pods in kubernetes", "convert a time between timezones"}
+	b.Run("tools-list-full", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := full.ListTools(ctx, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("search_tools", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			res, err := search.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": queries[i%len(queries)]}})
+			if err != nil || res.IsError {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("host.Search", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if _, err := fs.h.Search(ctx, queries[i%len(queries)], 5); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
