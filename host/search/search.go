@@ -28,7 +28,8 @@
 //
 // Text is split into terms at every character that is not a letter or a
 // digit and at camelCase boundaries ("readTextFile", "HTTPServer",
-// "read_text-file" and "fs__read" all split), lowercased, stripped of
+// "read_text-file" and "fs__read" all split; a camelCase run is indexed
+// whole too, so "GitHub" is github, git and hub), lowercased, stripped of
 // English stop words ("the", "a", "of", ...) and reduced by a light English
 // stemmer (plurals, -ing, -ed, a final -e: "directories" and "directory",
 // "creating" and "create" meet). Only the first MaxFieldBytes of a field,
@@ -286,21 +287,15 @@ func Terms(text string, yield func(string) bool) {
 	if len(text) > MaxFieldBytes {
 		text = text[:MaxFieldBytes]
 	}
-	var buf [maxTermBytes + utf8.UTFMax]byte
-	word := buf[:0]
-	long := false // the word is longer than maxTermBytes: skipped
-	flush := func() bool {
-		if len(word) == 0 && !long {
+	var buf, wholeBuf [maxTermBytes + utf8.UTFMax]byte
+	word, whole := buf[:0], wholeBuf[:0]
+	long, wholeLong := false, false // longer than maxTermBytes: skipped
+	parts := 0                      // the camelCase parts of the current run
+	emit := func(b []byte, long bool) bool {
+		if len(b) == 0 || long || len(b) > maxTermBytes || stopWords[string(b)] { // no allocation for the lookup
 			return true
 		}
-		skip := long || len(word) > maxTermBytes || stopWords[string(word)] // no allocation for the lookup
-		if skip {
-			word, long = buf[:0], false
-			return true
-		}
-		w := string(word)
-		word = buf[:0]
-		st := stem(w)
+		st := stem(string(b))
 		if alt, ok := synonyms[st]; ok {
 			for _, a := range alt {
 				if !yield(a) {
@@ -311,17 +306,29 @@ func Terms(text string, yield func(string) bool) {
 		}
 		return yield(st)
 	}
+	// part ends a camelCase part; run ends a run of letters and digits,
+	// which is also indexed whole when it had several parts ("GitHub" is
+	// github, git and hub), so that a brand written both ways meets.
+	part := func() bool {
+		if len(word) > 0 || long {
+			parts++
+		}
+		ok := emit(word, long)
+		word, long = buf[:0], false
+		return ok
+	}
+	run := func() bool {
+		if !part() {
+			return false
+		}
+		ok := parts < 2 || emit(whole, wholeLong)
+		whole, wholeLong, parts = wholeBuf[:0], false, 0
+		return ok
+	}
 	var prev rune
 	for i, r := range text {
-		if r == utf8.RuneError {
-			if !flush() {
-				return
-			}
-			prev = 0
-			continue
-		}
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			if !flush() {
+		if r == utf8.RuneError || (!unicode.IsLetter(r) && !unicode.IsDigit(r)) {
+			if !run() {
 				return
 			}
 			prev = 0
@@ -336,18 +343,24 @@ func Terms(text string, yield func(string) bool) {
 					split = true
 				}
 			}
-			if split && !flush() {
+			if split && !part() {
 				return
 			}
 		}
+		lr := unicode.ToLower(r)
 		if len(word) > maxTermBytes {
 			long = true
 		} else {
-			word = utf8.AppendRune(word, unicode.ToLower(r))
+			word = utf8.AppendRune(word, lr)
+		}
+		if len(whole) > maxTermBytes {
+			wholeLong = true
+		} else {
+			whole = utf8.AppendRune(whole, lr)
 		}
 		prev = r
 	}
-	flush()
+	run()
 }
 
 // stem is a light English stemmer: plural -s/-es/-ies, -ing, -ed and a
