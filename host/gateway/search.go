@@ -45,7 +45,8 @@ import (
 // notifications/tools/list_changed as in full mode.
 
 // Names of the meta-tools. A catalogue tool of the same name is not listed
-// in search mode (call it through call_tool).
+// in search mode, nor served by a direct tools/call: call it through
+// call_tool.
 const (
 	SearchToolsName = "search_tools"
 	CallToolName    = "call_tool"
@@ -96,9 +97,12 @@ func (ps *profileServer) searchSync(tools []host.Tool, logger hclog.Logger) []ho
 	backends := map[string]bool{}
 	for _, t := range tools {
 		backends[t.Backend] = true
-		if t.Name != SearchToolsName && t.Name != CallToolName && ts.ListsAlways(t.Name) {
+		switch {
+		case t.Name == SearchToolsName || t.Name == CallToolName:
+			// Reached through call_tool only: the name is the meta-tool's.
+		case ts.ListsAlways(t.Name):
 			listed = append(listed, t)
-		} else {
+		default:
 			hidden[t.Name] = true
 		}
 	}
@@ -222,7 +226,8 @@ func (ps *profileServer) searchTools(ctx context.Context, req *mcp.CallToolReque
 }
 
 // callNamed answers call_tool: the call of the named catalogue tool as a
-// tools/call of it (callTool), under the client's profile.
+// tools/call of it (callTool), under the client's profile. It never calls
+// a meta-tool, so it cannot recurse.
 func (ps *profileServer) callNamed(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in struct {
 		Name      *string         `json:"name"`
@@ -231,11 +236,10 @@ func (ps *profileServer) callNamed(ctx context.Context, req *mcp.CallToolRequest
 	if err := decodeMetaArgs(req.Params.Arguments, -1, &in); err != nil {
 		return toolError("call_tool: %v", err), nil
 	}
-	switch {
-	case in.Name == nil || *in.Name == "":
+	// The name is always a catalogue name, never a meta-tool's: a
+	// catalogue tool named search_tools or call_tool is reached this way.
+	if in.Name == nil || *in.Name == "" {
 		return toolError(`call_tool: the argument "name" is required: the name of a tool search_tools found`), nil
-	case *in.Name == SearchToolsName || *in.Name == CallToolName:
-		return toolError("call_tool: %s is called directly, not through call_tool", *in.Name), nil
 	}
 	args := bytes.TrimSpace(in.Arguments)
 	if len(args) > 0 && args[0] != '{' && !bytes.Equal(args, []byte("null")) {

@@ -222,8 +222,8 @@ func TestSearchModeBadArguments(t *testing.T) {
 		{"search_tools", map[string]any{"query": strings.Repeat("ab ", 400)}, "query too long"},
 		{"call_tool", map[string]any{}, `"name" is required`},
 		{"call_tool", map[string]any{"name": ""}, `"name" is required`},
-		{"call_tool", map[string]any{"name": "call_tool"}, "called directly"},
-		{"call_tool", map[string]any{"name": "search_tools"}, "called directly"},
+		{"call_tool", map[string]any{"name": "call_tool"}, "unknown tool"},
+		{"call_tool", map[string]any{"name": "search_tools"}, "unknown tool"},
 		{"call_tool", map[string]any{"name": "fx__echo", "arguments": "x"}, "must be an object"},
 		{"call_tool", map[string]any{"name": "fx__echo", "arguments": []any{1}}, "must be an object"},
 		{"call_tool", map[string]any{"name": "fx__nope"}, "unknown tool"},
@@ -336,4 +336,37 @@ func FuzzMetaTools(f *testing.F) {
 			t.Fatalf("after %s %s the gateway no longer answers: %v", name, args, err)
 		}
 	})
+}
+
+// TestSearchModeShadowedName: a catalogue tool named search_tools (a
+// backend without prefix) does not replace the meta-tool, in the listing or
+// for a direct call; call_tool reaches it.
+func TestSearchModeShadowedName(t *testing.T) {
+	f := start(t, `
+[servers.fx]
+command = "@FIXTURE@"
+args    = ["-faults"]
+prefix  = ""
+
+[serve]
+catalogue = "search"
+`)
+	cs := memSession(t, f, mcp.NewClient(&mcp.Implementation{Name: "c"}, nil), nil)
+	call(t, cs, "call_tool", map[string]any{"name": "add_tool", "arguments": map[string]any{"name": "search_tools"}})
+	testutil.Eventually(t, waitTimeout, func() bool {
+		hits, err := f.h.Search(context.Background(), "added at run time", 5)
+		return err == nil && len(hits) > 0 && hits[0].Name == "search_tools"
+	}, "the catalogue never got its search_tools")
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	// The meta-tool answers a direct call...
+	if hits := found(t, call(t, cs, "search_tools", map[string]any{"query": "echo"})); len(hits) == 0 {
+		t.Fatal("search_tools found nothing")
+	}
+	// ...and call_tool reaches the catalogue tool (the fixture's added
+	// tools answer their own name).
+	if res := call(t, cs, "call_tool", map[string]any{"name": "search_tools"}); res.IsError || text(res) != "search_tools" {
+		t.Fatalf("call_tool search_tools = %s", text(res))
+	}
 }
