@@ -11,13 +11,17 @@ export npm_config_cache ?= $(HOME)/.npm
 
 all: build plugins
 
-build: $(BIN)/toolhost $(BIN)/mcpfixture
+build: $(BIN)/toolhost $(BIN)/mcpfixture $(BIN)/cataloguefixture
 
 $(BIN)/toolhost: FORCE
 	$(GO) build -o $@ ./cmd/toolhost
 
 $(BIN)/mcpfixture: FORCE
 	$(GO) build -o $@ ./testdata/mcpfixture
+
+# Serves testdata/catalogue/tools.json (tool search, issue 27).
+$(BIN)/cataloguefixture: FORCE
+	$(GO) build -o $@ ./testdata/cataloguefixture
 
 FORCE:
 

@@ -118,6 +118,13 @@ type Profile struct {
 	Rate      string    `toml:"rate"`
 	RateLimit RateLimit `toml:"-" json:"-"` // Rate parsed by Load or Validate
 
+	// Tool search (issue 27; config/search.go): the profile's catalogue
+	// ("full" or "search") and always globs, over [serve]'s when set
+	// (always = [] lists no tool beside the meta-tools).
+	Catalogue   string   `toml:"catalogue" json:",omitempty"`
+	Always      []string `toml:"always" json:",omitempty"`
+	AlwaysRules []Rule   `toml:"-" json:"-"`
+
 	AllowRules        []Rule `toml:"-" json:"-"`
 	DenyRules         []Rule `toml:"-" json:"-"`
 	PromptRules       []Rule `toml:"-" json:"-"`

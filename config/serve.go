@@ -141,6 +141,16 @@ type Serve struct {
 	// without a token counts as one client; a stdio session is bounded on
 	// its own). A [serve.clients.NAME] key of the same name overrides them.
 	ClientLimits
+
+	// Tool search (issue 27; config/search.go). Catalogue is what each
+	// profile's MCP server lists: "full" (every tool the profile allows;
+	// the default, also written "") or "search" (the meta-tools
+	// search_tools and call_tool, and the tools Always matches: globs over
+	// catalogue names). A [profiles.NAME] catalogue or always overrides
+	// these for that profile (Config.ToolSearchOf).
+	Catalogue   string   `toml:"catalogue" json:",omitempty"`
+	Always      []string `toml:"always" json:",omitempty"`
+	AlwaysRules []Rule   `toml:"-" json:"-"`
 }
 
 // ClientLimits bound what one client of the gateway can make it do.

@@ -106,6 +106,7 @@ func (l *loader) validate(cfg *Config) {
 	l.validateServe(cfg)
 	l.validatePins(cfg)
 	l.validateRates(cfg)
+	l.validateSearch(cfg) // tool search (config/search.go)
 }
 
 // samePrefixes reports two backends given the same non-empty prefix (the

@@ -217,6 +217,9 @@ type Host struct {
 	// noValidate turns argument and output validation off (benchmarks).
 	noValidate bool
 
+	// Tool search (issue 27; search.go): the search index of each view.
+	searchIdx searchIndexes
+
 	// Supervision: ctx is cancelled and stop closed by Close; wg counts
 	// the supervisors and the transports they close in the background.
 	ctx       context.Context

@@ -44,6 +44,7 @@ func (c *cli) check(args []string) int {
 	fmt.Fprintf(c.stdout, "configuration %s is valid\n", cfg.Path)
 	fmt.Fprintf(c.stdout, "call timeout: %s\n", cfg.Host.CallTimeout)
 	fmt.Fprintf(c.stdout, "policy: default %s, %d allow, %d deny; profiles: %s\n", cfg.Policy.Default, len(cfg.Policy.Allow), len(cfg.Policy.Deny), dash(strings.Join(sortedNames(cfg.Profiles), ", ")))
+	printToolSearch(c.stdout, cfg) // tool search (search.go)
 	if cfg.Host.AuditLog != "" {
 		fmt.Fprintf(c.stdout, "audit log: %s\n", cfg.Host.AuditLog)
 		if code := c.checkAuditKey(); code != exitOK {

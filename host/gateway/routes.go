@@ -88,6 +88,8 @@ func (g *Gateway) routes(mux *http.ServeMux) {
 	r("POST /api/v1/tools/{name}/approve", true, g.approveTool)
 	// Logs (api_logs.go).
 	r("GET /api/v1/servers/{name}/logs", false, g.serverLogs)
+	// Tool search (api_search.go).
+	r("GET /api/v1/search", false, g.searchTools)
 	// Dashboard (dashboard.go): the page authenticates itself (a login
 	// form when there is no token), the rest as the API.
 	mux.Handle("GET /{$}", g.dashboardAuth(http.HandlerFunc(g.dashboard)))

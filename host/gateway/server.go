@@ -49,6 +49,9 @@ type profileServer struct {
 
 	servedMu sync.RWMutex
 	served   map[string]bool // the resource URIs served now: what a client may subscribe to
+
+	// Tool search (issue 27; search.go): catalogue = "search".
+	search searchState
 }
 
 func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer {
@@ -75,6 +78,8 @@ func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer 
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
 	ps.coming = g.h.Coming
 	ps.srv.AddReceivingMiddleware(ps.callComing)
+	// Tool search (search.go): tools/call of tools search mode does not list.
+	ps.initSearch(g)
 	ps.srv.AddReceivingMiddleware(g.guard.middleware) // outermost: max_concurrent, versions (guard.go)
 	ps.srv.AddSendingMiddleware(g.notify.sending)     // broadcasts queued per session (notify.go)
 	if g.serve.Stateless {
@@ -121,6 +126,7 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 	if tools, err := ps.view.Tools(ctx); err != nil {
 		logger.Warn("tools/list for the gateway failed", "error", err)
 	} else {
+		tools = ps.searchSync(tools, logger) // tool search (search.go): in search mode, the meta-tools and the always tools
 		seen := map[string]bool{}
 		for _, t := range tools {
 			seen[t.Name] = true
