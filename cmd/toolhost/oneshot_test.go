@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,5 +180,55 @@ func schemaFirstUse(t *testing.T) {
 	}
 	if !t.Failed() {
 		t.Log("schema first use: ok")
+	}
+}
+
+func TestCommandOf(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"call", "x"}, "call"},
+		{[]string{"--config", "a.toml", "call"}, "call"},
+		{[]string{"-config", "serve", "tools"}, "tools"}, // serve is --config's value
+		{[]string{"--config=a.toml", "--log-level", "debug", "serve", "--stdio"}, "serve"},
+		{[]string{"--log-level=off", "-"}, "-"},
+		{[]string{"--config"}, ""},
+		{[]string{"--help"}, ""},
+	} {
+		if got := commandOf(c.args); got != c.want {
+			t.Errorf("commandOf(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
+// TestOneShotGC: a one-shot command raises GOGC to oneShotGCPercent, serve
+// keeps it, and GOGC in the environment wins.
+func TestOneShotGC(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	gogc, had := os.LookupEnv("GOGC")
+	os.Unsetenv("GOGC")
+	defer func() {
+		if had {
+			os.Setenv("GOGC", gogc)
+		}
+	}()
+	percent := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+
+	oneShotGC([]string{"--config", "x.toml", "serve", "--stdio"})
+	if p := percent(); p != 100 {
+		t.Errorf("serve: GOGC %d, want 100", p)
+	}
+	oneShotGC([]string{"--config", "x.toml", "call", "fx__echo"})
+	if p := percent(); p != oneShotGCPercent {
+		t.Errorf("call: GOGC %d, want %d", p, oneShotGCPercent)
+	}
+	debug.SetGCPercent(100)
+	t.Setenv("GOGC", "50")
+	oneShotGC([]string{"call", "fx__echo"})
+	if p := percent(); p != 100 {
+		t.Errorf("call with GOGC set: the collector's percentage changed to %d", p)
 	}
 }
