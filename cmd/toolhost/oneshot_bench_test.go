@@ -74,30 +74,37 @@ func oneShotSetup(tb testing.TB) (toolhost, plain, fixture, cfg string, env []st
 // ratio ≤ 1.5; on a loaded machine the CPU ratio is the steadier figure.
 //
 //	go test -run '^$' -bench BenchmarkOneShotCall -benchtime 40x ./cmd/toolhost/
+//
+// With TOOLHOST_ONESHOT_BASELINE set to another toolhost binary (one built
+// from main, say), that binary's call runs in the same rounds, its place in
+// the order rotating with the others', and its medians are reported as
+// baseline-wall-ms and baseline-cpu-ms: before and after in one run.
 func BenchmarkOneShotCall(b *testing.B) {
 	toolhost, plain, fixture, cfg, env := oneShotSetup(b)
-	th := []string{toolhost, "--config", cfg, "call", "fx__echo", "--args", `{"text":"one shot"}`}
-	pc := []string{plain, "-tool", "echo", "-args", `{"text":"one shot"}`, fixture}
+	variants := [][]string{
+		{toolhost, "--config", cfg, "call", "fx__echo", "--args", `{"text":"one shot"}`},
+		{plain, "-tool", "echo", "-args", `{"text":"one shot"}`, fixture},
+	}
+	if base := os.Getenv("TOOLHOST_ONESHOT_BASELINE"); base != "" {
+		variants = append(variants, []string{base, "--config", cfg, "call", "fx__echo", "--args", `{"text":"one shot"}`})
+	}
 	// Warm the page cache and toolhost's caches.
-	runOneShot(b, "one shot", env, th...)
-	runOneShot(b, "one shot", env, pc...)
-	var thWall, thCPU, pcWall, pcCPU []time.Duration
-	i := 0
+	for _, v := range variants {
+		runOneShot(b, "one shot", env, v...)
+	}
+	wall := make([][]time.Duration, len(variants))
+	cpu := make([][]time.Duration, len(variants))
+	round := 0
 	for b.Loop() {
-		var t, p oneShot
-		if i%2 == 0 {
-			t = runOneShot(b, "one shot", env, th...)
-			p = runOneShot(b, "one shot", env, pc...)
-		} else {
-			p = runOneShot(b, "one shot", env, pc...)
-			t = runOneShot(b, "one shot", env, th...)
+		for k := range variants {
+			i := (k + round) % len(variants) // each goes first in turn
+			r := runOneShot(b, "one shot", env, variants[i]...)
+			wall[i], cpu[i] = append(wall[i], r.wall), append(cpu[i], r.cpu)
 		}
-		i++
-		thWall, thCPU = append(thWall, t.wall), append(thCPU, t.cpu)
-		pcWall, pcCPU = append(pcWall, p.wall), append(pcCPU, p.cpu)
+		round++
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	tw, tc, pw, pcc := median(thWall), median(thCPU), median(pcWall), median(pcCPU)
+	tw, tc, pw, pcc := median(wall[0]), median(cpu[0]), median(wall[1]), median(cpu[1])
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(ms(tw), "toolhost-wall-ms")
 	b.ReportMetric(ms(pw), "plain-wall-ms")
@@ -108,5 +115,9 @@ func BenchmarkOneShotCall(b *testing.B) {
 	}
 	if pcc > 0 {
 		b.ReportMetric(float64(tc)/float64(pcc), "cpu-ratio")
+	}
+	if len(variants) == 3 {
+		b.ReportMetric(ms(median(wall[2])), "baseline-wall-ms")
+		b.ReportMetric(ms(median(cpu[2])), "baseline-cpu-ms")
 	}
 }
