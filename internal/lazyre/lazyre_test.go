@@ -27,7 +27,7 @@ func TestLazy(t *testing.T) {
 	if s := New(`[^a-z]+`).ReplaceAllString("a-b c", "_"); s != "a_b_c" {
 		t.Errorf("ReplaceAllString = %q", s)
 	}
-	if r.Regexp() != r.Regexp() {
+	if first, again := r.Regexp(), r.Regexp(); first != again {
 		t.Error("compiled twice")
 	}
 }
