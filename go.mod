@@ -88,3 +88,5 @@ require (
 	gotest.tools/v3 v3.5.2 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )
+
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./internal/jsonschemav6

@@ -2,7 +2,6 @@ package config
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"time"
 
@@ -183,8 +182,9 @@ type ToolOptions struct {
 	RateLimit RateLimit `toml:"-" json:"-"` // Rate parsed by Load or Validate
 }
 
-// toolNameRE is host.ToolNamePattern.
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// toolNameRE is host.ToolNamePattern (a nameRule, not a regexp:
+// namerule.go).
+var toolNameRE = nameRule{1, 64}
 
 // validateSupervision checks sv and fills in its defaults. stdio tells
 // whether the backend is a stdio server (idle_timeout is only for those).

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,8 +23,9 @@ import (
 var (
 	// backendNameRE is the rule for [servers.NAME] and [plugins.NAME]: tool
 	// names are NAME__TOOL and must stay within ^[A-Za-z0-9_-]{1,64}$.
-	backendNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	prefixRE      = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)
+	// (nameRule, not regexps: namerule.go.)
+	backendNameRE = nameRule{1, 64}
+	prefixRE      = nameRule{0, 40}
 )
 
 const (

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/termsafe"
 )
 
@@ -473,7 +473,7 @@ func plainText(s string, n int) string {
 	return truncate(strings.TrimSpace(b.String()), n)
 }
 
-var tableNameInvalid = regexp.MustCompile(`[^a-z0-9_-]+`)
+var tableNameInvalid = lazyre.New(`[^a-z0-9_-]+`)
 
 // registryTableName makes a backend name from a server.json name
 // ("io.github.owner/server-name"): its last "/"-part, lower-cased, every

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // registryServer is the part of an MCP Registry server.json toolhost add
@@ -58,12 +59,12 @@ type registryInput struct {
 }
 
 var (
-	npmPackageRE     = regexp.MustCompile(`^(@[a-z0-9~][a-z0-9._~-]*/)?[a-z0-9~][a-z0-9._~-]*$`)
-	pypiPackageRE    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-	ociImageRE       = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})?$`)
-	versionRE        = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$`)
-	placeholderRE    = regexp.MustCompile(`^\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-	placeholderAnyRE = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_]*\}`)
+	npmPackageRE     = lazyre.New(`^(@[a-z0-9~][a-z0-9._~-]*/)?[a-z0-9~][a-z0-9._~-]*$`)
+	pypiPackageRE    = lazyre.New(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+	ociImageRE       = lazyre.New(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})?$`)
+	versionRE        = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$`)
+	placeholderRE    = lazyre.New(`^\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	placeholderAnyRE = lazyre.New(`\{[A-Za-z_][A-Za-z0-9_]*\}`)
 	// dockerUnsafe are docker run options that widen a container's
 	// rights; a server.json's runtimeArguments may not hold them.
 	dockerUnsafe = []string{"--privileged", "--cap-add", "--device", "--pid", "--ipc", "--uts", "--userns", "--cgroupns", "--security-opt", "--network", "--net"}

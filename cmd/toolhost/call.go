@@ -113,7 +113,12 @@ func (c *cli) call(args []string) int {
 	if err != nil {
 		return c.usageError(err.Error())
 	}
-	c.prepare = func(cfg *config.Config) { c.startOnly(cfg, host.Needs(cfg, name, *profile)) }
+	wait := func() {}
+	defer func() { wait() }()
+	c.prepare = func(cfg *config.Config) {
+		c.startOnly(cfg, host.Needs(cfg, name, *profile))
+		wait = warmSchemas() // oneshot.go: while the backend starts
+	}
 	c.callOnly = true
 	return c.withHost(func(ctx context.Context, h *host.Host) int {
 		v, code := c.view(h, *profile)

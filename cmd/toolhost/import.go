@@ -9,13 +9,13 @@ import (
 	"maps"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/config"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/termsafe"
 )
 
@@ -36,16 +36,16 @@ const (
 )
 
 var (
-	importNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	upperEnvRE   = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
-	headerNameRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+	importNameRE = lazyre.New(`^[A-Za-z0-9_-]{1,64}$`)
+	envNameRE    = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	upperEnvRE   = lazyre.New(`^[A-Z_][A-Z0-9_]*$`)
+	headerNameRE = lazyre.New("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 	// refRE matches the references the mcpServers formats already share
 	// with toolhost: ${VAR} and ${VAR:-default} (Claude Code expands them).
-	refRE = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^${}]*)?\}`)
+	refRE = lazyre.New(`^\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^${}]*)?\}`)
 	// vscodeRE matches a VS Code variable: ${input:ID}, ${env:VAR},
 	// ${workspaceFolder}, ...
-	vscodeRE = regexp.MustCompile(`^\$\{([A-Za-z]+)(?::([^${}]*))?\}`)
+	vscodeRE = lazyre.New(`^\$\{([A-Za-z]+)(?::([^${}]*))?\}`)
 )
 
 // importEntry is one server entry as read: its name in the file, where it

@@ -13,5 +13,6 @@ import (
 )
 
 func main() {
+	oneShotGC(os.Args[1:]) // oneshot.go
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -19,12 +19,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // Errors.
@@ -80,7 +81,7 @@ type Dir struct {
 
 // nameRE is config's backend name grammar: a safe file name (no "/", no
 // ".", never "." or "..").
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var nameRE = lazyre.New(`^[A-Za-z0-9_-]{1,64}$`) // compiled at first use, not at every start (issue 26, item 3)
 
 // Open makes dir (0700, with its parents) if it does not exist and checks
 // that a file can be created in it. Its error names the path; the caller

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// oneShotGCPercent is the garbage collector's target percentage (GOGC) of
+// the one-shot commands (oneShotCommands): with the default 100, a
+// toolhost call collected once in its short life (the heap reaches the
+// runtime's 4 MB minimum goal while the backend starts), about 15% of its
+// CPU time for nothing it keeps; at 400 the first collection waits for a
+// 16 MB heap, so a usual one-shot command never collects, and one that
+// handles large data still does, at 5× its live heap instead of 2×.
+// cmd/compile raises its starting heap for the same reason. GOGC in the
+// environment wins.
+const oneShotGCPercent = 400
+
+// oneShotCommands are the commands that start, do one thing and exit.
+// serve, status --watch and logs -f run until stopped and keep the default.
+var oneShotCommands = map[string]bool{
+	"call": true, "tools": true, "prompts": true, "prompt": true, "resources": true, "read": true,
+	"check": true, "inspect": true, "approve": true, "grant": true, "grants": true, "revoke": true,
+}
+
+// oneShotGC sets oneShotGCPercent when args (the command line without the
+// program name) run a one-shot command and GOGC is not set. main calls it:
+// tests that call run in-process keep their own collector settings.
+func oneShotGC(args []string) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return
+	}
+	if oneShotCommands[commandOf(args)] {
+		debug.SetGCPercent(oneShotGCPercent)
+	}
+}
+
+// commandOf returns the command word of args: the first argument that is
+// neither a global flag (--config PATH, --log-level LEVEL, with one or two
+// dashes or "=VALUE") nor a global flag's value; "" if there is none.
+func commandOf(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return a
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if (name == "config" || name == "log-level") && !hasValue {
+			i++ // its value
+		}
+	}
+	return ""
+}
+
+// warmSchemas compiles, on a goroutine of its own, the JSON Schema draft
+// 2020-12 metaschema (the draft of tool schemas that name none), which the
+// host needs before it can compile a started backend's tool schemas: about
+// 2 ms of CPU that a one-shot call would otherwise spend after the
+// backend's tools/list, while here it overlaps the backend's start (its
+// process's start and initialize). The host's compilation waits for this
+// one if it is still running (the patched jsonschema compiles a draft's
+// metaschemas once, internal/jsonschemav6). The caller must call wait
+// before it returns, so that the goroutine does not outlive it.
+func warmSchemas() (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		if err := c.AddResource("toolhost:///warm.json", map[string]any{}); err == nil {
+			_, _ = c.Compile("toolhost:///warm.json")
+		}
+	}()
+	return func() { <-done }
+}
