@@ -7,7 +7,7 @@ import (
 	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
 )
 
 // call is CallTool in the view of profile ("" for none): one run of the

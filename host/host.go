@@ -52,7 +52,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host/store"

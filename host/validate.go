@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )

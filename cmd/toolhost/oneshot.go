@@ -5,7 +5,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
 )
 
 // oneShotGCPercent is the garbage collector's target percentage (GOGC) of

@@ -268,9 +268,6 @@ func readmeModule(t *testing.T, root, name, src string, init func(sh func(string
 	var mod struct {
 		Go      string
 		Require []struct{ Path, Version string }
-		Replace []struct {
-			Old struct{ Path, Version string }
-		}
 	}
 	if err := json.Unmarshal([]byte(gomod), &mod); err != nil {
 		t.Fatal(err)
@@ -280,17 +277,6 @@ func readmeModule(t *testing.T, root, name, src string, init func(sh func(string
 		edit += " -require=" + r.Path + "@" + r.Version
 	}
 	sh(edit)
-	// A module toolhost replaces (internal/jsonschemav6) is the
-	// published one for an embedder, whose go.sum entries toolhost's
-	// go.sum no longer holds: go mod tidy would add them; from the
-	// module cache here.
-	for _, r := range mod.Replace {
-		for _, q := range mod.Require {
-			if q.Path == r.Old.Path {
-				sh("go get " + q.Path + "@" + q.Version)
-			}
-		}
-	}
 	sh("go build -o " + name + " .")
 	return dir, sh
 }

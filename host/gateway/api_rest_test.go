@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/toolhost/toolhost/internal/jsonschemav6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )

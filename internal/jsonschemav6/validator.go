@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/toolhost/toolhost/internal/jsonschemav6/kind"
 	"golang.org/x/text/message"
 )
 
