@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +50,10 @@ type profileServer struct {
 
 	servedMu sync.RWMutex
 	served   map[string]bool // the resource URIs served now: what a client may subscribe to
+
+	// The stdio fast path (fast.go): the tools registered now, for
+	// lookups that must not wait for sync.
+	fastTools atomic.Pointer[map[string]bool]
 }
 
 func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer {
@@ -72,6 +77,8 @@ func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer 
 		SubscribeHandler:   ps.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
+	// The stdio fast path runs the same chain (fast.go fastChain): keep
+	// the two in step.
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
 	ps.coming = g.h.Coming
 	ps.srv.AddReceivingMiddleware(ps.callComing)
@@ -139,6 +146,7 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 		if gone := missing(ps.tools, seen); len(gone) > 0 {
 			ps.srv.RemoveTools(gone...)
 		}
+		ps.fastPublish() // the stdio fast path's view of the tools (fast.go)
 	}
 
 	if prompts, err := ps.view.Prompts(ctx); err != nil {
