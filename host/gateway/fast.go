@@ -223,7 +223,10 @@ func (ft *fastTransport) readLoop() {
 				long = append(long, line...)
 			}
 			line = long
-			if len(long) > ft.max {
+			if cap(long) > 1<<20 {
+				long = nil // not kept for the connection's life
+			}
+			if len(line) > ft.max {
 				// Beyond the line limit: the go-sdk has the rest of the
 				// stream (and refuses the frame).
 				ft.forwardRest(line, br)

@@ -200,16 +200,21 @@ func (l *latencies) quantile(q float64) float64 {
 
 // BenchmarkGatewayServerSide is the gateway's server side alone: the
 // go-sdk client calls the Wasm echo plugin (the host's in-process call,
-// ≈30 µs on a quiet machine) through the gateway's stdio serving on pipes
-// in process, with the fast path on (via=pipe-fast) and off
-// (via=pipe-sdk); with -benchmem, the difference in allocations per call
-// is the server side's (the client's are the same in both).
+// ≈30 µs on a quiet machine; target=wasm) or the fixture's echo over
+// stdio (target=fixture) through the gateway's stdio serving on pipes in
+// process, with the fast path on (via=pipe-fast) and off (via=pipe-sdk);
+// with -benchmem, the difference in allocations per call is the server
+// side's (the client's are the same in both).
 func BenchmarkGatewayServerSide(b *testing.B) {
 	f := startTB(b, benchConfig(b))
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
-	for _, fast := range []bool{true, false} {
+	for _, v := range []struct {
+		target string
+		fast   bool
+	}{{"wasm", true}, {"wasm", false}, {"fixture", true}, {"fixture", false}} {
+		fast, tool := v.fast, map[string]string{"fixture": "fx__echo", "wasm": "wasm__echo"}[v.target]
 		name := map[bool]string{true: "via=pipe-fast", false: "via=pipe-sdk"}[fast]
-		b.Run("target=wasm/"+name, func(b *testing.B) {
+		b.Run("target="+v.target+"/"+name, func(b *testing.B) {
 			if !fast {
 				b.Setenv(gateway.FastPathEnv, "off")
 			}
@@ -223,7 +228,7 @@ func BenchmarkGatewayServerSide(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
-			benchCalls(b, cs, "wasm__echo", map[string]any{"text": "hello"})
+			benchCalls(b, cs, tool, map[string]any{"text": "hello"})
 			cs.Close()
 			cancel()
 			<-served

@@ -331,6 +331,12 @@ func (g *Gateway) Close() error {
 //
 // When the connection ends (the client went away), calls still in flight
 // are cancelled, and ServeTransport returns once they have.
+//
+// On an *mcp.IOTransport or *mcp.StdioTransport (stdio), a one-line
+// tools/call of an initialized session is decoded, run through the same
+// middlewares and tool handler, and answered by the gateway's own code
+// rather than the go-sdk's (fast.go; FastPathEnv turns it off); everything
+// else goes to the go-sdk unchanged.
 func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	t, fast := g.fastTransport(ctx, t) // stdio: tools/call without the go-sdk (fast.go)
 	nt := &closeNotifier{Transport: t, closed: make(chan struct{})}
