@@ -363,18 +363,24 @@ func (ft *fastTransport) fastParse(line []byte) *fastCall {
 }
 
 // parseMeta decodes the request's _meta and checks what the go-sdk checks
-// of it (validateRequestMeta, go-sdk v1.8.0); false sends the request to
-// the go-sdk.
+// of it (validateRequestMeta, go-sdk v1.8.0: the per-request client info
+// and capabilities decode into its types); false sends the request to the
+// go-sdk.
 func (fc *fastCall) parseMeta(raw json.RawMessage) bool {
-	if len(raw) == 0 || raw[0] != '{' {
+	var fields map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
 		return false
 	}
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(raw, &keys) != nil || json.Unmarshal(raw, &fc.meta) != nil {
+	if _, ok := fields[mcp.MetaKeyLogLevel]; ok {
 		return false
 	}
-	if _, ok := keys[mcp.MetaKeyLogLevel]; ok {
-		return false
+	fc.meta = make(mcp.Meta, len(fields))
+	for k, v := range fields {
+		var x any
+		if json.Unmarshal(v, &x) != nil {
+			return false
+		}
+		fc.meta[k] = x
 	}
 	v, _ := fc.meta[mcp.MetaKeyProtocolVersion].(string)
 	if v < protocol2026_07_28 {
@@ -384,7 +390,7 @@ func (fc *fastCall) parseMeta(raw json.RawMessage) bool {
 		return false
 	}
 	fc.newer = true
-	if ci, ok := keys[mcp.MetaKeyClientInfo]; ok {
+	if ci, ok := fields[mcp.MetaKeyClientInfo]; ok {
 		var impl *mcp.Implementation
 		if json.Unmarshal(ci, &impl) != nil {
 			return false
@@ -394,7 +400,7 @@ func (fc *fastCall) parseMeta(raw json.RawMessage) bool {
 		mcp.ClientCapabilities
 		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 	}
-	cc, ok := keys[mcp.MetaKeyClientCapabilities]
+	cc, ok := fields[mcp.MetaKeyClientCapabilities]
 	return ok && json.Unmarshal(cc, &caps) == nil && caps != nil
 }
 

@@ -210,6 +210,14 @@ func TestFastStdioMatchesSDK(t *testing.T) {
 			{call(`7`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}},"name":"fx__echo","arguments":{}}`), `7`},
 			{call(`8`, `{"name":"fx__echo","arguments":{"text":"no meta"}}`), `8`},
 			{call(`9`, `{`+newMeta+`},"name":"fx__add","arguments":{"a":2,"b":3}}`), `9`},
+			{call(`10`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5}},"name":"fx__echo","arguments":{"text":"bad caps"}}`), `10`},
+			{call(`11`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null},"name":"fx__echo","arguments":{"text":"null caps"}}`), `11`},
+			{call(`12`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":7}},"name":"fx__echo","arguments":{"text":"bad info"}}`), `12`},
+			{call(`13`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"n","version":"1","icons":[]}},"name":"fx__echo","arguments":{"text":"other caps"}}`), `13`},
+			{call(`14`, `{"_meta":[1],"name":"fx__echo","arguments":{"text":"meta array"}}`), `14`},
+			{call(`15`, `{"_meta":null,"name":"fx__echo","arguments":{"text":"meta null"}}`), `15`},
+			{call(`16`, `{`+newMeta+`},"name":"fx__echo","arguments":{}}`), `16`},
+			{call(`17`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":"yes"}}},"name":"fx__echo","arguments":{"text":"odd caps"}}`), `17`},
 		},
 	}
 	for name, steps := range scripts {
