@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 logging and roots are deprecated as of protocol 2026-07-28 (SEP-2577), but the fast path must treat them as the go-sdk does
+
 // The stdio fast path for tools/call (issue 26, item 1; RATIONALE "Why does
 // the gateway answer tools/call on stdio without the go-sdk?").
 //
@@ -226,12 +228,12 @@ func (ft *fastTransport) readLoop() {
 			if cap(long) > 1<<20 {
 				long = nil // not kept for the connection's life
 			}
-			if len(line) > ft.max {
-				// Beyond the line limit: the go-sdk has the rest of the
-				// stream (and refuses the frame).
-				ft.forwardRest(line, br)
-				return
-			}
+		}
+		if len(line) > ft.max {
+			// Beyond the line limit: the go-sdk has the rest of the
+			// stream (and refuses the frame).
+			ft.forwardRest(line, br)
+			return
 		}
 		if len(line) > 0 {
 			if fc := ft.fastParse(line); fc != nil && ft.start(fc) {
