@@ -33,7 +33,8 @@ package gateway
 // (2026-07-28 or later against earlier), with an unsupported version,
 // malformed per-request capabilities or client info, with params other
 // than name, arguments and _meta, with arguments that are not an object,
-// with an id that is not a string or an int64, with the same id as a fast
+// with an id that is not a string or an integer within ±2^53 (the go-sdk
+// reads number ids as float64), with the same id as a fast
 // call still in flight, or not exactly `{...}` followed by a newline, goes
 // to the go-sdk. Once a line forwarded to the go-sdk is not a complete JSON
 // value on its own (a message spread over lines), or a line is longer than
