@@ -7,7 +7,7 @@ WASMENV  := GOOS=wasip1 GOARCH=wasm
 # Keep npx's downloads in one cache so repeated runs start fast.
 export npm_config_cache ?= $(HOME)/.npm
 
-.PHONY: all build run test tsclient srt bench stress stress-rss stress-serve conformance lint plugins fixtures clean tidy scale-test
+.PHONY: all build run test tsclient srt bench bench-peer stress stress-rss stress-serve conformance lint plugins fixtures clean tidy scale-test
 
 all: build plugins
 
@@ -169,6 +169,12 @@ bench: build plugins
 	  echo; echo "== ratios by /$$k"; \
 	  $(BENCHSTAT) -filter "/$$k:/.+/" -col /$$k -row .name,/server,/kind bench.out || exit 1; \
 	done
+
+## bench-peer: the gateway hop against TBXark/mcp-proxy, built from
+## MCPPROXY_SRC (a checkout; cloned when unset), in one interleaved run
+## (issue 26; internal/bench/mcpproxy.sh).
+bench-peer: build
+	internal/bench/mcpproxy.sh "$(MCPPROXY_SRC)"
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -194,6 +194,8 @@ func BenchmarkGatewayCall(b *testing.B) {
 			benchCalls(b, cs, tool, args)
 		})
 	}
+	// Issue 26: the fast path off, TBXark/mcp-proxy, all ways interleaved.
+	benchHop(b, client, bin, cfgPath, srv.URL+"/mcp")
 }
 
 // BenchmarkGatewayThroughput is calls per second through the HTTP gateway

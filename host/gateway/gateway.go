@@ -331,13 +331,21 @@ func (g *Gateway) Close() error {
 //
 // When the connection ends (the client went away), calls still in flight
 // are cancelled, and ServeTransport returns once they have.
+//
+// On an *mcp.IOTransport or *mcp.StdioTransport (stdio), a one-line
+// tools/call of an initialized session is decoded, run through the same
+// middlewares and tool handler, and answered by the gateway's own code
+// rather than the go-sdk's (fast.go; FastPathEnv turns it off); everything
+// else goes to the go-sdk unchanged.
 func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	t, fast := g.fastTransport(ctx, t) // stdio: tools/call without the go-sdk (fast.go)
 	nt := &closeNotifier{Transport: t, closed: make(chan struct{})}
 	cur := g.cur.Load()
 	ss, err := cur.servers[cur.profile].srv.Connect(ctx, nt, nil)
 	if err != nil {
 		return err
 	}
+	fast.bind(cur.servers[cur.profile], ss)
 	waited := make(chan error, 1)
 	go func() { waited <- ss.Wait() }()
 	select {

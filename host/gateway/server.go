@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,6 +53,10 @@ type profileServer struct {
 
 	// Tool search (issue 27; search.go): catalogue = "search".
 	search searchState
+
+	// The stdio fast path (fast.go): the catalogue tools sync registered
+	// now (ps.callTool's), for lookups that must not wait for sync.
+	fastTools atomic.Pointer[map[string]bool]
 }
 
 func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer {
@@ -75,6 +80,8 @@ func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer 
 		SubscribeHandler:   ps.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
+	// The stdio fast path runs the same chain (fast.go fastChain): keep
+	// the two in step.
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
 	ps.coming = g.h.Coming
 	ps.srv.AddReceivingMiddleware(ps.callComing)
@@ -145,6 +152,7 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 		if gone := missing(ps.tools, seen); len(gone) > 0 {
 			ps.srv.RemoveTools(gone...)
 		}
+		ps.fastPublish() // the stdio fast path's view of the tools (fast.go)
 	}
 
 	if prompts, err := ps.view.Prompts(ctx); err != nil {

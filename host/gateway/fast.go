@@ -1,0 +1,615 @@
+package gateway
+
+//lint:file-ignore SA1019 logging and roots are deprecated as of protocol 2026-07-28 (SEP-2577), but the fast path must treat them as the go-sdk does
+
+// The stdio fast path for tools/call (issue 26, item 1; RATIONALE "Why does
+// the gateway answer tools/call on stdio without the go-sdk?").
+//
+// On stdio (ServeTransport of an *mcp.IOTransport or *mcp.StdioTransport:
+// `toolhost serve --stdio`) the gateway reads the client's lines itself. A
+// line that is one complete tools/call request the go-sdk server would
+// dispatch to a tool handler (fastParse says which) is decoded here, run
+// through the same receiving middlewares (fastChain: max_concurrent,
+// callComing, trackLevels) and the same tool handler
+// (profileServer.callTool, with the session's *mcp.ServerSession, so
+// progress and log relays, elicitation, sampling and roots work as on the
+// go-sdk path), and its response is encoded and written here. Every other
+// line goes, byte for byte and in order, to a go-sdk connection
+// (mcp.IOTransport on a pipe), which does what it always did: initialize,
+// listings, batches, responses to the gateway's own requests, malformed
+// input and its errors. Both paths write through one lock, one message per
+// write.
+//
+// The go-sdk would decode a tools/call with a 32 KiB buffer per message and
+// per nested value, hand it from its read loop to a handler goroutine, and
+// encode the result through several layers; here it is one encoding/json
+// decode into small maps, one goroutine, one encode.
+//
+// The boundary: a request takes the fast path only when the go-sdk's
+// answer would come from the tool handler (or from a middleware in front
+// of it). A request before the session is initialized, with a logLevel in
+// its _meta (the go-sdk keeps a per-request level in its context), with a
+// protocol version in its _meta that differs in kind from the session's
+// (2026-07-28 or later against earlier), with an unsupported version,
+// malformed per-request capabilities or client info, with params other
+// than name, arguments and _meta, with arguments that are not an object,
+// with an id that is not a string or an integer within ±2^53 (the go-sdk
+// reads number ids as float64), with the same id as a fast
+// call still in flight, or not exactly `{...}` followed by a newline, goes
+// to the go-sdk. Once a line forwarded to the go-sdk is not a complete JSON
+// value on its own (a message spread over lines), or a line is longer than
+// the line limit, everything after it goes to the go-sdk too: the go-sdk's
+// decoder reads a stream, and only whole-line values can be taken out of
+// it without changing what it sees.
+//
+// TOOLHOST_GATEWAY_FASTPATH=off in the environment turns the fast path off
+// (everything through the go-sdk, as before): for comparisons
+// (BenchmarkGatewayCall's gateway-stdio-sdk) and as an escape hatch.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// FastPathEnv is the environment variable that turns the stdio fast path
+// off when it is "off".
+const FastPathEnv = "TOOLHOST_GATEWAY_FASTPATH"
+
+// protocol2026_07_28 is the first MCP version of per-request metadata
+// (SEP-2575) and multi-round results (SEP-2322).
+const protocol2026_07_28 = "2026-07-28"
+
+// fastTransport is the stdio transport of the fast path: an mcp.Transport
+// whose connection is the go-sdk's own (IOTransport over a pipe) for what
+// the go-sdk handles, with the client's lines read by readLoop.
+type fastTransport struct {
+	g      *Gateway
+	r      io.ReadCloser // the client's messages (stdin)
+	w      io.Writer     // to the client (stdout)
+	closeW func() error  // closes w when the transport owns it, else nil
+	max    int           // the longest line taken apart here, in bytes
+
+	bound atomic.Pointer[fastBound] // set by bind once the session exists
+
+	wmu sync.Mutex // one message per write, fast path and go-sdk alike
+
+	pr *io.PipeReader // the go-sdk's side of what readLoop forwards
+	pw *io.PipeWriter
+
+	ctx    context.Context // the calls' parent; cancelled by close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	live   map[string]context.CancelFunc // fast calls in flight, by fastCall.key
+	closed bool
+	calls  sync.WaitGroup
+
+	closeOnce sync.Once
+}
+
+// fastBound is what a fast call needs of its session: the profile server
+// it was connected to, the go-sdk session, and the middleware chain.
+type fastBound struct {
+	ps *profileServer
+	ss *mcp.ServerSession
+	mh mcp.MethodHandler
+}
+
+// fastTransport returns the fast-path transport for t when t is a stdio
+// transport (and the fast path is not turned off), else t and nil.
+func (g *Gateway) fastTransport(ctx context.Context, t mcp.Transport) (mcp.Transport, *fastTransport) {
+	if os.Getenv(FastPathEnv) == "off" {
+		return t, nil
+	}
+	ft := &fastTransport{g: g, live: map[string]context.CancelFunc{}}
+	switch tt := t.(type) {
+	case *mcp.IOTransport:
+		if tt.Reader == nil || tt.Writer == nil {
+			return t, nil
+		}
+		ft.r, ft.w, ft.closeW, ft.max = tt.Reader, tt.Writer, tt.Writer.Close, tt.MaxLineLength
+	case *mcp.StdioTransport:
+		// As the go-sdk's: stdin is closed with the connection, stdout
+		// is not.
+		ft.r, ft.w, ft.max = os.Stdin, os.Stdout, tt.MaxLineLength
+	default:
+		return t, nil
+	}
+	if ft.max <= 0 {
+		ft.max = mcp.DefaultMaxLineLength
+	}
+	ft.ctx, ft.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	ft.pr, ft.pw = io.Pipe()
+	return &fastWrapped{ft: ft, limit: t}, ft
+}
+
+// fastWrapped is the mcp.Transport handed to the go-sdk.
+type fastWrapped struct {
+	ft    *fastTransport
+	limit mcp.Transport // the original, for its MaxLineLength
+}
+
+func (t *fastWrapped) Connect(ctx context.Context) (mcp.Connection, error) {
+	ft := t.ft
+	max := 0
+	switch tt := t.limit.(type) {
+	case *mcp.IOTransport:
+		max = tt.MaxLineLength
+	case *mcp.StdioTransport:
+		max = tt.MaxLineLength
+	}
+	inner, err := (&mcp.IOTransport{Reader: ft.pr, Writer: fastWriter{ft}, MaxLineLength: max}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	go ft.readLoop()
+	return &fastConn{Connection: inner, ft: ft}, nil
+}
+
+// fastConn is the go-sdk's connection; closing it ends the fast path too.
+type fastConn struct {
+	mcp.Connection
+	ft *fastTransport
+}
+
+func (c *fastConn) Close() error {
+	err := c.Connection.Close()
+	c.ft.close()
+	return err
+}
+
+// fastWriter is the go-sdk connection's writer: the client's, under the
+// write lock. The go-sdk writes one whole message per Write. Close is the
+// transport's (fastTransport.close).
+type fastWriter struct{ ft *fastTransport }
+
+func (w fastWriter) Write(p []byte) (int, error) { return w.ft.write(p) }
+func (w fastWriter) Close() error                { return nil }
+
+func (ft *fastTransport) write(p []byte) (int, error) {
+	ft.wmu.Lock()
+	defer ft.wmu.Unlock()
+	return ft.w.Write(p)
+}
+
+// bind makes the fast path available on session ss of ps (nil-safe).
+func (ft *fastTransport) bind(ps *profileServer, ss *mcp.ServerSession) {
+	if ft == nil {
+		return
+	}
+	ft.bound.Store(&fastBound{ps: ps, ss: ss, mh: ft.g.fastChain(ps)})
+}
+
+// close cancels the fast calls in flight and waits for them, and closes the
+// client's streams (unblocking readLoop, which is not waited for: as with
+// the go-sdk's stdio, a read of a terminal may not return on Close).
+func (ft *fastTransport) close() {
+	ft.closeOnce.Do(func() {
+		ft.mu.Lock()
+		ft.closed = true
+		ft.mu.Unlock()
+		ft.cancel()
+		_ = ft.r.Close()
+		_ = ft.pw.CloseWithError(io.ErrClosedPipe)
+		if ft.closeW != nil {
+			_ = ft.closeW()
+		}
+		ft.calls.Wait()
+	})
+}
+
+// readLoop reads the client's lines: a fast tools/call is served here,
+// everything else goes to the go-sdk unchanged.
+func (ft *fastTransport) readLoop() {
+	br := bufio.NewReaderSize(ft.r, 64<<10)
+	var long []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it, up to max.
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(long) <= ft.max {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+			if cap(long) > 1<<20 {
+				long = nil // not kept for the connection's life
+			}
+		}
+		if len(line) > ft.max {
+			// Beyond the line limit: the go-sdk has the rest of the
+			// stream (and refuses the frame).
+			ft.forwardRest(line, br)
+			return
+		}
+		if len(line) > 0 {
+			if fc := ft.fastParse(line); fc != nil && ft.start(fc) {
+				continue
+			}
+			ft.noteCancel(line)
+			if _, werr := ft.pw.Write(line); werr != nil {
+				return
+			}
+			if !wholeValue(line) {
+				ft.forwardRest(nil, br)
+				return
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			_ = ft.pw.CloseWithError(err)
+			return
+		}
+	}
+}
+
+// forwardRest gives the go-sdk head and the rest of the stream.
+func (ft *fastTransport) forwardRest(head []byte, br *bufio.Reader) {
+	if len(head) > 0 {
+		if _, err := ft.pw.Write(head); err != nil {
+			return
+		}
+	}
+	_, err := io.Copy(ft.pw, br)
+	_ = ft.pw.CloseWithError(err)
+}
+
+// wholeValue reports whether line (with its newline) is blank or one JSON
+// value: the go-sdk's decoder is then between messages after it.
+func wholeValue(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	return len(t) == 0 || json.Valid(t)
+}
+
+// fastCall is one tools/call taken by the fast path.
+type fastCall struct {
+	key   string // "s"+string id or "n"+integer id: the in-flight map's key
+	id    []byte // the id as written back
+	name  string
+	args  json.RawMessage
+	meta  mcp.Meta
+	newer bool // the request names protocol 2026-07-28 or later (SEP-2575)
+}
+
+// maxExactID is the largest integer id a float64 holds exactly (2^53).
+const maxExactID = 1 << 53
+
+var (
+	toolsCallMethod = []byte(`"tools/call"`)
+	rpcVersion      = []byte(`"2.0"`)
+)
+
+// fastParse returns the tools/call of line when the fast path may serve it
+// (see the top of this file), else nil.
+func (ft *fastTransport) fastParse(line []byte) *fastCall {
+	b := ft.bound.Load()
+	if b == nil || !bytes.Contains(line, toolsCallMethod) {
+		return nil
+	}
+	body, ok := bytes.CutSuffix(line, []byte("}\n"))
+	if !ok {
+		if body, ok = bytes.CutSuffix(line, []byte("}\r\n")); !ok {
+			return nil
+		}
+	}
+	if len(body) == 0 || body[0] != '{' {
+		return nil
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(line, &top) != nil || len(top) != 4 ||
+		!bytes.Equal(top["jsonrpc"], rpcVersion) || !bytes.Equal(top["method"], toolsCallMethod) {
+		return nil
+	}
+	fc := &fastCall{}
+	switch id := top["id"]; {
+	case len(id) > 0 && id[0] == '"':
+		var s string
+		if json.Unmarshal(id, &s) != nil {
+			return nil
+		}
+		fc.key = "s" + s
+		fc.id, _ = json.Marshal(s)
+	default:
+		n, err := strconv.ParseInt(string(id), 10, 64)
+		if err != nil || n > maxExactID || n < -maxExactID {
+			// The go-sdk decodes a number id as a float64: beyond 2^53
+			// it answers with another id. It has those, as before.
+			return nil
+		}
+		fc.key = "n" + strconv.FormatInt(n, 10)
+		fc.id = strconv.AppendInt(nil, n, 10)
+	}
+	var params map[string]json.RawMessage
+	if p := top["params"]; len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &params) != nil {
+		return nil
+	}
+	for k := range params {
+		if k != "name" && k != "arguments" && k != "_meta" {
+			return nil
+		}
+	}
+	if n := params["name"]; len(n) == 0 || n[0] != '"' || json.Unmarshal(n, &fc.name) != nil {
+		return nil
+	}
+	if !b.ps.fastHas(fc.name) {
+		// Not a catalogue tool sync registered with ps.callTool: a
+		// meta-tool (search_tools, call_tool, run_code) with a handler
+		// of its own, a tool search mode does not list, one of a
+		// backend still coming up, or an unknown name. The go-sdk's
+		// server and its middlewares (callHidden, callComing) have it.
+		return nil
+	}
+	if a, ok := params["arguments"]; ok {
+		if len(a) == 0 || a[0] != '{' {
+			return nil
+		}
+		fc.args = a
+	}
+	if m, ok := params["_meta"]; ok {
+		if !fc.parseMeta(m) {
+			return nil
+		}
+	}
+	ip := b.ss.InitializeParams()
+	if ip == nil || (ip.ProtocolVersion >= protocol2026_07_28) != fc.newer {
+		return nil
+	}
+	return fc
+}
+
+// parseMeta decodes the request's _meta and checks what the go-sdk checks
+// of it (validateRequestMeta, go-sdk v1.8.0: the per-request client info
+// and capabilities decode into its types); false sends the request to the
+// go-sdk.
+func (fc *fastCall) parseMeta(raw json.RawMessage) bool {
+	var fields map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
+		return false
+	}
+	if _, ok := fields[mcp.MetaKeyLogLevel]; ok {
+		return false
+	}
+	fc.meta = make(mcp.Meta, len(fields))
+	for k, v := range fields {
+		var x any
+		if json.Unmarshal(v, &x) != nil {
+			return false
+		}
+		fc.meta[k] = x
+	}
+	v, _ := fc.meta[mcp.MetaKeyProtocolVersion].(string)
+	if v < protocol2026_07_28 {
+		return true
+	}
+	if !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+		return false
+	}
+	fc.newer = true
+	if ci, ok := fields[mcp.MetaKeyClientInfo]; ok {
+		var impl *mcp.Implementation
+		if json.Unmarshal(ci, &impl) != nil {
+			return false
+		}
+	}
+	var caps *struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	}
+	cc, ok := fields[mcp.MetaKeyClientCapabilities]
+	return ok && json.Unmarshal(cc, &caps) == nil && caps != nil
+}
+
+// start runs fc in a goroutine of its own; false when it cannot (an id of
+// a fast call in flight, or the transport is closing): the go-sdk has it.
+func (ft *fastTransport) start(fc *fastCall) bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.closed {
+		return false
+	}
+	if _, dup := ft.live[fc.key]; dup {
+		return false
+	}
+	ctx, cancel := context.WithCancel(ft.ctx)
+	ft.live[fc.key] = cancel
+	ft.calls.Add(1)
+	go ft.serve(ctx, fc)
+	return true
+}
+
+// noteCancel cancels the fast call a notifications/cancelled line names
+// (MCP 2025-11-25 basic/utilities/cancellation). The line goes to the
+// go-sdk too, for its own calls.
+func (ft *fastTransport) noteCancel(line []byte) {
+	if !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) != nil || n.Method != "notifications/cancelled" {
+		return
+	}
+	var key string
+	switch id := n.Params.RequestID; {
+	case len(id) > 0 && id[0] == '"':
+		var s string
+		if json.Unmarshal(id, &s) != nil {
+			return
+		}
+		key = "s" + s
+	default:
+		i, err := strconv.ParseInt(string(id), 10, 64)
+		if err != nil {
+			return
+		}
+		key = "n" + strconv.FormatInt(i, 10)
+	}
+	ft.mu.Lock()
+	cancel := ft.live[key]
+	ft.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// fastServed counts the calls the fast path has served (for tests).
+var fastServed atomic.Int64
+
+// serve runs one fast call and writes its response.
+func (ft *fastTransport) serve(ctx context.Context, fc *fastCall) {
+	defer ft.calls.Done()
+	fastServed.Add(1)
+	defer func() {
+		ft.mu.Lock()
+		cancel := ft.live[fc.key]
+		delete(ft.live, fc.key)
+		ft.mu.Unlock()
+		cancel()
+	}()
+	b := ft.bound.Load()
+	req := &mcp.CallToolRequest{Session: b.ss, Params: &mcp.CallToolParamsRaw{Meta: fc.meta, Name: fc.name, Arguments: fc.args}}
+	res, err := b.mh(ctx, "tools/call", req)
+	var body []byte
+	if err == nil {
+		body, err = ft.result(res, fc, b.ss)
+	}
+	out := make([]byte, 0, len(body)+len(fc.id)+40)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, fc.id...)
+	if err != nil {
+		werr, _ := json.Marshal(wireError(err))
+		out = append(out, `,"error":`...)
+		out = append(out, werr...)
+	} else {
+		out = append(out, `,"result":`...)
+		out = append(out, body...)
+	}
+	out = append(out, "}\n"...)
+	_, _ = ft.write(out)
+}
+
+// result encodes a call's result as the go-sdk's Server.callTool and
+// ServerSession.handle would (go-sdk v1.8.0): resultType "complete" or
+// "input_required" for a 2026-07-28 session, content [] rather than null,
+// the server's identity in _meta for a 2026-07-28 request.
+func (ft *fastTransport) result(r mcp.Result, fc *fastCall, ss *mcp.ServerSession) ([]byte, error) {
+	res, _ := r.(*mcp.CallToolResult)
+	if res == nil {
+		return []byte("null"), nil
+	}
+	cp := *res
+	inputRequired := cp.InputRequests != nil
+	if inputRequired && (len(cp.Content) > 0 || cp.StructuredContent != nil) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
+	}
+	newer := false
+	if ip := ss.InitializeParams(); ip != nil {
+		newer = ip.ProtocolVersion >= protocol2026_07_28
+	}
+	if inputRequired && !newer {
+		// The go-sdk would ask the client itself; the gateway's handler
+		// asks only 2026-07-28 clients this way (mrtr.go).
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: input requests for a client before 2026-07-28"}
+	}
+	if cp.Content == nil && !inputRequired {
+		cp.Content = []mcp.Content{}
+	}
+	if fc.newer {
+		if _, ok := cp.Meta[mcp.MetaKeyServerInfo]; !ok {
+			m := make(mcp.Meta, len(cp.Meta)+1)
+			for k, v := range cp.Meta {
+				m[k] = v
+			}
+			m[mcp.MetaKeyServerInfo] = ft.g.impl()
+			cp.Meta = m
+		}
+	}
+	body, err := json.Marshal(&cp)
+	if err != nil {
+		return nil, fmt.Errorf("marshaling the result: %w", err)
+	}
+	if newer {
+		rt := `,"resultType":"complete"}`
+		if inputRequired {
+			rt = `,"resultType":"input_required"}`
+		}
+		body = append(body[:len(body)-1], rt...)
+	}
+	return body, nil
+}
+
+// wireError is the JSON-RPC error object of err, as the go-sdk's jsonrpc2
+// makes it (toWireError): a *jsonrpc.Error as it is, else err's message
+// with the code of a wrapped *jsonrpc.Error (0 if none).
+func wireError(err error) *jsonrpc.Error {
+	if we, ok := err.(*jsonrpc.Error); ok {
+		return we
+	}
+	out := &jsonrpc.Error{Message: err.Error()}
+	var wrapped *jsonrpc.Error
+	if errors.As(err, &wrapped) {
+		out.Code = wrapped.Code
+	}
+	return out
+}
+
+// impl is the gateway's identity, as newServer gives it to every profile's
+// go-sdk server.
+func (g *Gateway) impl() *mcp.Implementation {
+	return &mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}
+}
+
+// fastChain is the receiving middleware of newServer around the tool
+// handler, in the same order (the last added outermost): the guard
+// (max_concurrent), callComing, trackLevels; innermost what the go-sdk's
+// Server.callTool does, with the profile's registered tools.
+func (g *Gateway) fastChain(ps *profileServer) mcp.MethodHandler {
+	core := func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r := req.(*mcp.CallToolRequest)
+		if !ps.fastHas(r.Params.Name) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", r.Params.Name)}
+		}
+		res, err := ps.callTool(r.Params.Name)(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	return g.guard.middleware(ps.callComing(ps.trackLevels(core)))
+}
+
+// fastHas reports whether the profile's server has tool name registered.
+func (ps *profileServer) fastHas(name string) bool {
+	m := ps.fastTools.Load()
+	return m != nil && (*m)[name]
+}
+
+// fastPublish records the tools registered now (sync calls it with ps.mu
+// held, after registering them).
+func (ps *profileServer) fastPublish() {
+	m := make(map[string]bool, len(ps.tools))
+	for k := range ps.tools {
+		m[k] = true
+	}
+	ps.fastTools.Store(&m)
+}

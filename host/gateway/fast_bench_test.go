@@ -1,0 +1,237 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host/gateway"
+	"github.com/toolhost/toolhost/internal/testutil"
+)
+
+// MCPProxyEnv names the TBXark/mcp-proxy binary that the gateway hop
+// benchmarks compare with (internal/bench/mcpproxy.sh builds it); unset,
+// those variants are skipped.
+const MCPProxyEnv = "TOOLHOST_BENCH_MCPPROXY"
+
+// hopSession is one way of calling the fixture's echo tool.
+type hopSession struct {
+	name string
+	cs   *mcp.ClientSession
+	tool string
+}
+
+// gatewayStdio starts `toolhost serve --stdio` as a child (with the fast
+// path on, or off: TOOLHOST_GATEWAY_FASTPATH=off) and connects the go-sdk
+// client to it.
+func gatewayStdio(b *testing.B, client *mcp.Client, bin, cfgPath string, fast bool) *mcp.ClientSession {
+	cmd := exec.Command(bin, "--config", cfgPath, "serve", "--stdio")
+	cmd.Env = os.Environ()
+	if !fast {
+		cmd.Env = append(cmd.Env, gateway.FastPathEnv+"=off")
+	}
+	if g := os.Getenv("BENCH_GATEWAY_GOGC"); g != "" {
+		cmd.Env = append(cmd.Env, "GOGC="+g)
+	}
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// mcpProxy starts TBXark/mcp-proxy (the binary named by MCPProxyEnv) in
+// front of the fixture over stdio, serving Streamable HTTP on a loopback
+// port, and connects the go-sdk client to it; it skips b when the binary
+// is not given.
+func mcpProxy(b *testing.B, client *mcp.Client) *mcp.ClientSession {
+	bin := os.Getenv(MCPProxyEnv)
+	if bin == "" {
+		b.Skipf("%s is not set: no TBXark/mcp-proxy to compare with (internal/bench/mcpproxy.sh builds one)", MCPProxyEnv)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := map[string]any{
+		"mcpProxy": map[string]any{"baseURL": "http://" + addr, "addr": addr, "name": "bench", "version": "1",
+			"type": "streamable-http", "options": map[string]any{"logEnabled": false}},
+		"mcpServers": map[string]any{"fx": map[string]any{"command": testutil.Fixture(b), "args": []string{}}},
+	}
+	raw, _ := json.Marshal(cfg)
+	path := filepath.Join(b.TempDir(), "mcp-proxy.json")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-config", path)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	// It logs "All clients initialized" once it serves the fixture's tools.
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var last string
+		for sc.Scan() {
+			last = sc.Text()
+			if strings.Contains(last, "All clients initialized") {
+				ready <- nil
+				for sc.Scan() { // keep draining: it must not block on a full pipe
+				}
+				return
+			}
+		}
+		ready <- fmt.Errorf("mcp-proxy exited before it served: %s", last)
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			b.Fatal(err)
+		}
+	case <-time.After(5 * time.Minute):
+		b.Fatal("mcp-proxy did not start in 5 minutes")
+	}
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/fx/"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// benchHop adds BenchmarkGatewayCall's variants of issue 26 (items 1 and
+// 5): via=gateway-stdio-sdk (the gateway with its stdio fast path off),
+// via=mcp-proxy (TBXark/mcp-proxy over Streamable HTTP, when MCPProxyEnv
+// names it) and via=interleaved, which calls every way in turn, one call
+// each per iteration, so that all share the machine's load alike, and
+// reports each way's p50 and p99 in µs and its p50 against direct's.
+func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
+	args := map[string]any{"text": "hello"}
+	b.Run("target=fixture/via=gateway-stdio-sdk", func(b *testing.B) {
+		benchCalls(b, gatewayStdio(b, client, bin, cfgPath, false), "fx__echo", args)
+	})
+	b.Run("target=fixture/via=mcp-proxy", func(b *testing.B) {
+		benchCalls(b, mcpProxy(b, client), "echo", args)
+	})
+	b.Run("target=fixture/via=interleaved", func(b *testing.B) {
+		ctx := context.Background()
+		direct, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testutil.Fixture(b))}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer direct.Close()
+		http, err := connectHTTP(ctx, httpURL, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer http.Close()
+		ways := []hopSession{
+			{"direct", direct, "echo"},
+			{"gateway-stdio", gatewayStdio(b, client, bin, cfgPath, true), "fx__echo"},
+			{"gateway-stdio-sdk", gatewayStdio(b, client, bin, cfgPath, false), "fx__echo"},
+			{"gateway-http", http, "fx__echo"},
+		}
+		if os.Getenv(MCPProxyEnv) != "" {
+			ways = append(ways, hopSession{"mcp-proxy", mcpProxy(b, client), "echo"})
+		}
+		lat := make([]latencies, len(ways))
+		params := make([]*mcp.CallToolParams, len(ways))
+		for i, w := range ways {
+			params[i] = &mcp.CallToolParams{Name: w.tool, Arguments: args}
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			for i, w := range ways {
+				t0 := time.Now()
+				res, err := w.cs.CallTool(ctx, params[i])
+				lat[i].add(time.Since(t0))
+				if err != nil || res.IsError {
+					b.Fatal(w.name, err, res)
+				}
+			}
+		}
+		b.StopTimer()
+		p50direct := lat[0].quantile(0.5)
+		for i, w := range ways {
+			p50 := lat[i].quantile(0.5)
+			b.ReportMetric(p50, w.name+"-p50-µs")
+			b.ReportMetric(lat[i].quantile(0.99), w.name+"-p99-µs")
+			if i > 0 {
+				b.ReportMetric(p50/p50direct, w.name+"-p50/direct")
+			}
+		}
+	})
+}
+
+// quantile is the q-quantile of the recorded durations, in µs (sorts them).
+func (l *latencies) quantile(q float64) float64 {
+	if len(l.d) == 0 {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sorted := append([]time.Duration(nil), l.d...)
+	slices.Sort(sorted)
+	return float64(sorted[int(q*float64(len(sorted)-1))].Nanoseconds()) / 1e3
+}
+
+// BenchmarkGatewayServerSide is the gateway's server side alone: the
+// go-sdk client calls the Wasm echo plugin (the host's in-process call,
+// ≈30 µs on a quiet machine; target=wasm) or the fixture's echo over
+// stdio (target=fixture) through the gateway's stdio serving on pipes in
+// process, with the fast path on (via=pipe-fast) and off (via=pipe-sdk);
+// with -benchmem, the difference in allocations per call is the server
+// side's (the client's are the same in both).
+func BenchmarkGatewayServerSide(b *testing.B) {
+	f := startTB(b, benchConfig(b))
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil)
+	for _, v := range []struct {
+		target string
+		fast   bool
+	}{{"wasm", true}, {"wasm", false}, {"fixture", true}, {"fixture", false}} {
+		fast, tool := v.fast, map[string]string{"fixture": "fx__echo", "wasm": "wasm__echo"}[v.target]
+		name := map[bool]string{true: "via=pipe-fast", false: "via=pipe-sdk"}[fast]
+		b.Run("target="+v.target+"/"+name, func(b *testing.B) {
+			if !fast {
+				b.Setenv(gateway.FastPathEnv, "off")
+			}
+			cr, cw := io.Pipe()
+			sr, sw := io.Pipe()
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- f.g.ServeTransport(ctx, &mcp.IOTransport{Reader: cr, Writer: sw}) }()
+			cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: sr, Writer: cw}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			benchCalls(b, cs, tool, map[string]any{"text": "hello"})
+			cs.Close()
+			cancel()
+			<-served
+		})
+	}
+}
