@@ -7,3 +7,24 @@ func SetNoTaskLayer(off bool) { noTaskLayer = off }
 // PendingSizes counts the tools/call request IDs s still holds for
 // CallToolSized (stdio_size.go): 0 once every call has returned.
 func PendingSizes(s *Stdio) int { return s.sizes.waiting() }
+
+// FastCalls counts the tools/call requests s made on its own path
+// (stdio_fast.go), not through the go-sdk.
+func FastCalls(s *Stdio) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fast == nil {
+		return 0
+	}
+	return s.fast.next.Load()
+}
+
+// FastWaiting counts the calls made on that path still waiting.
+func FastWaiting(s *Stdio) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fast == nil {
+		return 0
+	}
+	return int(s.fast.n.Load())
+}

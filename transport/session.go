@@ -96,6 +96,8 @@ type session struct {
 
 	logMu    sync.Mutex       // held while the level is being changed
 	logLevel mcp.LoggingLevel // the level last set with logging/setLevel ("": none)
+
+	fast *fastSession // stdio's own tools/call path (stdio_fast.go); nil: the go-sdk's
 }
 
 func newSession(cs *mcp.ClientSession) *session {
@@ -125,6 +127,11 @@ func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 }
 
 func (s *session) callTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	if s.fast != nil {
+		if res, ok, err := s.fast.callTool(ctx, p); ok {
+			return res, err
+		}
+	}
 	return s.cs.CallTool(ctx, p)
 }
 

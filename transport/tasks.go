@@ -219,6 +219,7 @@ var noTaskLayer bool
 type taskTransport struct {
 	inner  mcp.Transport
 	logger hclog.Logger
+	conn   *taskConn // the last connection made (nil: none, or noTaskLayer)
 }
 
 func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -226,7 +227,8 @@ func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil || noTaskLayer {
 		return c, err
 	}
-	return newTaskConn(c, t.logger), nil
+	t.conn = newTaskConn(c, t.logger)
+	return t.conn, nil
 }
 
 func newTaskConn(inner mcp.Connection, logger hclog.Logger) *taskConn {
