@@ -95,7 +95,8 @@ func TestStdioFastCallHostile(t *testing.T) {
 		t.Errorf("content 4 is %T", res.Content[4])
 	}
 	// Results the go-sdk refuses fail the call alone, as they did.
-	for _, bad := range []string{`{"content":[{"type":"nope"}]}`, `{"content":[null]}`, `"a string"`, `1`} {
+	deep := `{"content":[],"structuredContent":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `}`
+	for _, bad := range []string{`{"content":[{"type":"nope"}]}`, `{"content":[null]}`, `"a string"`, `1`, deep} {
 		if _, err := call(map[string]any{"result": bad}); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

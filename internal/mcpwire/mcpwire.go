@@ -256,7 +256,7 @@ func ParseResponse(line []byte) (r Response, ok bool) {
 		}
 		s.space()
 		start := s.i
-		if !s.skip(0) {
+		if !s.skip() {
 			return r, false
 		}
 		v := line[start:s.i]
@@ -344,42 +344,39 @@ func (s *scan) rawString() ([]byte, bool) {
 	return nil, false
 }
 
-// skip passes over one value (its structure only).
-func (s *scan) skip(depth int) bool {
-	if depth > MaxDepth {
-		return false
-	}
+// skip passes over one value: a string, an object or array (counting
+// brackets outside strings, at any depth: the caller's text is valid JSON,
+// or what skip returns is refused later), or a literal.
+func (s *scan) skip() bool {
 	s.space()
 	if s.i >= len(s.b) {
 		return false
 	}
-	switch c := s.b[s.i]; c {
+	switch s.b[s.i] {
 	case '"':
 		_, ok := s.rawString()
 		return ok
 	case '{', '[':
-		end := byte('}')
-		if c == '[' {
-			end = ']'
-		}
-		s.i++
-		if s.lit(end) {
-			return true
-		}
-		for {
-			if c == '{' {
-				if _, ok := s.rawString(); !ok || !s.lit(':') {
+		depth := 0
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '"':
+				if _, ok := s.rawString(); !ok {
 					return false
 				}
-			}
-			if !s.skip(depth + 1) {
-				return false
-			}
-			if s.lit(',') {
 				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return true
+				}
 			}
-			return s.lit(end)
+			s.i++
 		}
+		return false
 	default:
 		start := s.i
 		for s.i < len(s.b) {
