@@ -379,6 +379,9 @@ func (s *Stdio) Close() error {
 			return
 		}
 		if sess != nil {
+			// The calls in flight end first, as the go-sdk's own do in
+			// cs.Close (stdio_fast.go).
+			fast.drain()
 			// Closes the connection: stdin (the spec's first step) and our
 			// read end of stdout.
 			sess.cs.Close()

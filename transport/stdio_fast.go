@@ -61,7 +61,9 @@ type fastCalls struct {
 	next atomic.Uint64
 
 	mu      sync.Mutex
+	idle    sync.Cond // on mu: broadcast when a call stops waiting
 	waiting map[uint64]chan fastReply
+	closing bool  // drain began: no new call is sent
 	dead    error // why the reader stopped; no call waits after it is set
 	n       atomic.Int32
 
@@ -99,6 +101,26 @@ func (m *sessionMeta) capture(msg jsonrpc.Message) {
 	if !ok || !req.IsCall() || req.Method == "initialize" || len(req.Params) == 0 {
 		return
 	}
+	m.captureParams(req.Params)
+}
+
+// captureBody is capture for the JSON text of a request.
+func (m *sessionMeta) captureBody(body []byte) {
+	m.mu.Lock()
+	ready := m.ready
+	m.mu.Unlock()
+	if ready {
+		return
+	}
+	var r struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &r) == nil && len(r.Params) > 0 {
+		m.captureParams(r.Params)
+	}
+}
+
+func (m *sessionMeta) captureParams(params json.RawMessage) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ready {
@@ -107,7 +129,7 @@ func (m *sessionMeta) capture(msg jsonrpc.Message) {
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
-	if json.Unmarshal(req.Params, &p) != nil || p.Meta[mcp.MetaKeyProtocolVersion] == nil || p.Meta[mcp.MetaKeyClientCapabilities] == nil {
+	if json.Unmarshal(params, &p) != nil || p.Meta[mcp.MetaKeyProtocolVersion] == nil || p.Meta[mcp.MetaKeyClientCapabilities] == nil {
 		return
 	}
 	m.vals = map[string]json.RawMessage{}
@@ -199,11 +221,14 @@ func (c *fastCalls) call(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallT
 	}
 	ch := make(chan fastReply, 1)
 	c.mu.Lock()
-	if c.dead != nil {
+	if c.dead != nil || c.closing {
 		dead := c.dead
+		if dead == nil {
+			dead = fmt.Errorf("%w: calling %q: %w", mcp.ErrConnectionClosed, "tools/call", ErrClosed)
+		}
 		c.mu.Unlock()
 		req.Free()
-		return nil, 0, dead
+		return nil, 0, fmt.Errorf("%w (%w)", dead, ErrNotSent)
 	}
 	if c.waiting == nil {
 		c.waiting = map[uint64]chan fastReply{}
@@ -217,19 +242,19 @@ func (c *fastCalls) call(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallT
 		c.forget(n)
 		return nil, 0, fmt.Errorf("calling %q: %w", "tools/call", err)
 	}
+	var r fastReply
 	select {
-	case r := <-ch:
-		return decodeReply(r)
+	case r = <-ch:
 	case <-ctx.Done():
-		if !c.forget(n) {
-			// The answer came at the same moment: it is the call's.
-			if r := <-ch; r.err == nil {
-				return decodeReply(r)
-			}
-		}
+		c.forget(n)
+	}
+	if ctx.Err() != nil {
+		// As the go-sdk's call: a context done by now wins over an answer
+		// that came at the same moment, and the server is told.
 		c.cancel(id, ctx.Err())
 		return nil, 0, ctx.Err()
 	}
+	return decodeReply(r)
 }
 
 func decodeReply(r fastReply) (*mcp.CallToolResult, int, error) {
@@ -267,7 +292,33 @@ func (c *fastCalls) forget(n uint64) bool {
 	}
 	delete(c.waiting, n)
 	c.n.Add(-1)
+	c.idleLocked()
 	return true
+}
+
+// idleLocked wakes drain when no call waits any more (c.mu held).
+func (c *fastCalls) idleLocked() {
+	if len(c.waiting) == 0 && c.idle.L != nil {
+		c.idle.Broadcast()
+	}
+}
+
+// drain stops new calls and waits until none waits for its answer (each
+// ends with its answer, its context, or the reader), as the go-sdk's Close
+// waits for its calls in flight before it closes the connection.
+func (c *fastCalls) drain() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = true
+	if c.idle.L == nil {
+		c.idle.L = &c.mu
+	}
+	for len(c.waiting) > 0 && c.dead == nil {
+		c.idle.Wait()
+	}
 }
 
 // cancel tells the server call id is no longer wanted (MCP 2025-11-25
@@ -336,6 +387,7 @@ func (c *fastCalls) deliver(n uint64, r fastReply) {
 	if ch != nil {
 		delete(c.waiting, n)
 		c.n.Add(-1)
+		c.idleLocked()
 	}
 	c.mu.Unlock()
 	if ch != nil {
@@ -358,6 +410,7 @@ func (c *fastCalls) stop(cause error) {
 	waiting := c.waiting
 	c.waiting = nil
 	c.n.Store(0)
+	c.idleLocked()
 	c.mu.Unlock()
 	for _, ch := range waiting {
 		ch <- fastReply{err: err}
