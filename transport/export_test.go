@@ -28,3 +28,16 @@ func FastWaiting(s *Stdio) int {
 	}
 	return int(s.fast.n.Load())
 }
+
+// HTTPFastCalls counts the tools/call requests h made on its own path
+// (http_fast.go).
+func HTTPFastCalls(h *HTTP) uint64 { return h.fast.next.Load() }
+
+// SetMaxFastEvent sets the bound on one SSE event of toolhost's own HTTP
+// tools/call path (default mcp.DefaultMaxEventSize) and returns a func that
+// restores it.
+func SetMaxFastEvent(n int) func() {
+	old := maxFastEvent
+	maxFastEvent = n
+	return func() { maxFastEvent = old }
+}

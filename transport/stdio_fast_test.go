@@ -266,6 +266,39 @@ func BenchmarkClientCall(b *testing.B) {
 			}
 		}
 	})
+	b.Run("transport=http/client=toolhost", func(b *testing.B) {
+		h := transport.NewHTTP(fixtureHTTPProc(b), nil)
+		if _, err := h.Connect(ctx); err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		if _, err := h.ListTools(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := h.CallTool(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if transport.HTTPFastCalls(h) == 0 {
+			b.Fatal("not on toolhost's path")
+		}
+	})
+	b.Run("transport=http/client=go-sdk", func(b *testing.B) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: fixtureHTTPProc(b)}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := cs.CallTool(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("transport=stdio/client=go-sdk", func(b *testing.B) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(fixture)}, nil)
