@@ -1,5 +1,7 @@
 package transport
 
+//lint:file-ignore SA1019 logging is deprecated as of protocol 2026-07-28 (SEP-2577) but servers still use it
+
 import (
 	"bufio"
 	"bytes"

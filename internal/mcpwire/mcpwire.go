@@ -13,6 +13,8 @@
 // (see DecodeFast). The differential and fuzz tests hold it to that.
 package mcpwire
 
+//lint:file-ignore SA1019 tool_use content (sampling) is deprecated as of protocol 2026-07-28 (SEP-2577) but results may still carry it
+
 import (
 	"bytes"
 	"encoding/json"
