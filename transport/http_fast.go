@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"strconv"
@@ -47,8 +48,8 @@ import (
 // OnListChanged, progress was delivered by the tap, a ping is answered, and
 // any other request is answered "method not found" (such a client declares
 // no capability that would make a server send one). A stream that ends
-// before the answer fails the call with ErrConnectionLost (the go-sdk would
-// resume it with Last-Event-ID; toolhost does not, for this path).
+// before the answer is resumed with Last-Event-ID as the go-sdk resumes it
+// (see stream); one that cannot be fails the call with ErrConnectionLost.
 
 // httpFastCancelWait bounds the notifications/cancelled POST of a call
 // whose context ended: 2s.
@@ -205,8 +206,101 @@ func checkFastResponse(resp *http.Response, sid string) error {
 	return fmt.Errorf("calling %q: %v", "tools/call", http.StatusText(resp.StatusCode))
 }
 
-// stream reads an event stream until the answer to id.
+// httpFastMaxRetries bounds the reconnections of a call's event stream
+// that make no progress: 2, the MaxRetries HTTP gives the go-sdk.
+const httpFastMaxRetries = 2
+
+// stream reads a call's event stream until the answer to id. A stream the
+// server ends before the answer is resumed as the go-sdk resumes it (MCP
+// 2025-11-25 basic/transports, "Resumability and Redelivery"): a GET with
+// Last-Event-ID after the server's retry delay (else 1–2 s), at most
+// httpFastMaxRetries times in a row without a new event ID; a stream
+// without event IDs cannot be resumed and fails the call.
 func (f *httpFast) stream(ctx context.Context, sid, pv, id string, body io.Reader) (mcpwire.Response, error) {
+	prev, stalled := "", 0
+	var resumed io.Closer // the current resumed stream's body
+	defer func() {
+		if resumed != nil {
+			resumed.Close()
+		}
+	}()
+	for {
+		r, last, delay, ok, err := f.readStream(ctx, sid, pv, id, body)
+		if err != nil || ok {
+			return r, err
+		}
+		if last == "" {
+			return mcpwire.Response{}, errors.New("the server ended the call's event stream before answering (request terminated without response)")
+		}
+		if last != prev {
+			prev, stalled = last, 0
+		} else if stalled++; stalled > httpFastMaxRetries {
+			return mcpwire.Response{}, fmt.Errorf("the call's event stream was resumed %d times without progress", httpFastMaxRetries)
+		}
+		if resumed != nil {
+			resumed.Close()
+			resumed = nil
+		}
+		resp, err := f.resume(ctx, sid, pv, last, delay)
+		if err != nil {
+			return mcpwire.Response{}, err
+		}
+		resumed = resp.Body
+		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+			return mcpwire.Response{}, fmt.Errorf("resuming the call's event stream: HTTP %d, %q", resp.StatusCode, safeText(ct, 64))
+		}
+		body = resp.Body
+	}
+}
+
+// resume opens the continuation of a call's stream after lastID.
+func (f *httpFast) resume(ctx context.Context, sid, pv, lastID string, delay time.Duration) (*http.Response, error) {
+	if delay <= 0 {
+		delay = reconnectDelay(1)
+	}
+	var last error
+	for attempt := 1; attempt <= httpFastMaxRetries; attempt++ {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.h.url, nil)
+		if err != nil {
+			return nil, err
+		}
+		fastHeaders(req.Header, sid, pv)
+		req.Header.Del("Content-Type")
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Last-Event-ID", lastID)
+		resp, err := f.h.client.Do(req)
+		if err == nil {
+			return resp, nil
+		}
+		last = err
+		delay = reconnectDelay(attempt + 1)
+	}
+	return nil, fmt.Errorf("resuming the call's event stream failed after %d attempts: %w", httpFastMaxRetries, last)
+}
+
+// reconnectDelay is the go-sdk's delay before reconnection attempt n: 1s
+// growing 1.5× per attempt, capped at 30s, plus full jitter.
+func reconnectDelay(n int) time.Duration {
+	d := time.Second
+	for range n - 1 {
+		d = d * 3 / 2
+	}
+	d = min(d, 30*time.Second)
+	return d + rand.N(d)
+}
+
+// readStream reads one response's events until the answer to id (ok
+// true), or the end of the stream: then last is the last event ID seen and
+// delay the server's retry field (0: none).
+func (f *httpFast) readStream(ctx context.Context, sid, pv, id string, body io.Reader) (r mcpwire.Response, last string, delay time.Duration, ok bool, err error) {
 	br, _ := sseReaders.Get().(*bufio.Reader)
 	if br == nil {
 		br = bufio.NewReaderSize(body, 4<<10)
@@ -218,38 +312,51 @@ func (f *httpFast) stream(ctx context.Context, sid, pv, id string, body io.Reade
 		sseReaders.Put(br)
 	}()
 	var data []byte
+	name := ""
 	quoted := strconv.Quote(id)
 	for {
 		line, err := readLine(br, maxFastEvent)
 		if err != nil {
 			if err == io.EOF {
-				return mcpwire.Response{}, errors.New("the server ended the call's event stream before answering")
+				return r, last, delay, false, nil
 			}
-			return mcpwire.Response{}, err
+			return r, last, delay, false, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) > 0 {
-			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				v = bytes.TrimPrefix(v, []byte(" "))
+			field, v, _ := bytes.Cut(line, []byte(":"))
+			v = bytes.TrimPrefix(v, []byte(" "))
+			switch string(field) {
+			case "data":
 				if len(data)+len(v) > maxFastEvent {
-					return mcpwire.Response{}, fmt.Errorf("%w: an event of the call's stream is over %d bytes", ErrProtocol, maxFastEvent)
+					return r, last, delay, false, fmt.Errorf("%w: an event of the call's stream is over %d bytes", ErrProtocol, maxFastEvent)
 				}
 				if len(data) > 0 {
 					data = append(data, '\n')
 				}
 				data = append(data, v...)
+			case "id":
+				last = string(v)
+			case "retry":
+				if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
+					delay = time.Duration(min(n, 60_000)) * time.Millisecond
+				}
+			case "event":
+				name = string(v)
 			}
 			continue
 		}
 		// A blank line ends the event.
 		msg := bytes.TrimSpace(data)
 		data = nil
-		if len(msg) == 0 {
+		evName := name
+		name = ""
+		if len(msg) == 0 || (evName != "" && evName != "message") {
 			continue
 		}
-		if r, ok := mcpwire.ParseResponse(msg); ok {
-			if string(r.ID) == quoted {
-				return r, nil
+		if resp, isResp := mcpwire.ParseResponse(msg); isResp {
+			if string(resp.ID) == quoted {
+				return resp, last, delay, true, nil
 			}
 			continue // an answer to nothing of ours: dropped, as the go-sdk drops it
 		}

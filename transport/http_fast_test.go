@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,13 +56,20 @@ func hostileHTTP(tb testing.TB, jsonResp bool) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "chatted"}}}, nil, nil
 	})
-	for _, name := range []string{"hostile_forged", "hostile_cut", "hostile_notjson", "hostile_rpcerror", "hostile_500", "hostile_bigevent", "hostile_crlf", "hostile_202"} {
+	for _, name := range []string{"hostile_forged", "hostile_cut", "hostile_notjson", "hostile_rpcerror", "hostile_500", "hostile_bigevent", "hostile_crlf", "hostile_202", "hostile_resume", "hostile_stall"} {
 		srv.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return nil, errors.New("not reached")
 		})
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResp})
+	var resumeID atomic.Value // the ID of the last hostile_resume call
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") == "hostile-1" {
+			// The resumption of hostile_resume's stream: its answer.
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: hostile-2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", resumeID.Load())
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var m struct {
@@ -109,6 +117,16 @@ func hostileHTTP(tb testing.TB, jsonResp bool) string {
 			io.WriteString(w, "event: message\r\ndata: "+answer+"\r\n\r\n")
 		case "hostile_202":
 			w.WriteHeader(http.StatusAccepted)
+		case "hostile_resume":
+			// A priming event with an ID and a retry delay, then the end:
+			// the answer comes on the resumed stream.
+			resumeID.Store(id)
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: hostile-1\nretry: 10\ndata:\n\n")
+		case "hostile_stall":
+			// An event ID, but every resumption fails to progress.
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: stall\nretry: 10\ndata:\n\n")
 		}
 	}))
 	tb.Cleanup(func() {
@@ -178,12 +196,16 @@ func TestHTTPFastCall(t *testing.T) {
 			if res, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: "hostile_crlf"}); err != nil || text(t, res) != "real" {
 				t.Errorf("CRLF stream: %v %v", res, err)
 			}
+			if res, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: "hostile_resume"}); err != nil || text(t, res) != "resumed" {
+				t.Errorf("a stream resumed with Last-Event-ID: %v %v", res, err)
+			}
 			for name, want := range map[string]string{
 				"hostile_cut":      "ended the call's event stream",
 				"hostile_notjson":  "not the answer",
 				"hostile_rpcerror": "bad params",
 				"hostile_500":      "boom",
 				"hostile_202":      "HTTP 202",
+				"hostile_stall":    "resuming the call's event stream",
 			} {
 				_, err := tr.CallTool(ctx, &mcp.CallToolParams{Name: name})
 				if err == nil || !strings.Contains(err.Error(), want) {
