@@ -1,24 +1,43 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/mcpwire"
 )
 
-// fastCallToolResult decodes the common shape of a tool result,
+// fastCallToolResult decodes a plugin's tool result without the go-sdk's
+// decoder, which allocates ≈32 KiB per result: text-only results with the
+// scanner below, other objects (structured content, every content kind)
+// with mcpwire.DecodeFast (issue 26, item 2). Text either refuses returns
+// ok false and the caller decodes with the go-sdk, so the result is always
+// what mcp.CallToolResult's own UnmarshalJSON would give
+// (FuzzFastCallToolResult checks this). b has no leading or trailing white
+// space.
+func fastCallToolResult(b []byte) (*mcp.CallToolResult, bool) {
+	if !bytes.Contains(b, []byte(`"structuredContent"`)) {
+		if res, ok := textCallToolResult(b); ok {
+			return res, true
+		}
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return nil, false // decodeOutput explains it
+	}
+	return mcpwire.DecodeFast(b)
+}
+
+// textCallToolResult decodes the common shape of a tool result,
 //
 //	{"content":[{"type":"text","text":"…"}, …], "isError":bool}
 //
-// (keys in any order, isError optional, each key at most once), without the
-// go-sdk's decoder, which allocates ≈32 KiB per result. Anything else — any
-// other key, content type or value shape, a string with invalid UTF-8,
-// duplicate keys, trailing bytes — returns ok false and the caller decodes
-// with the go-sdk, so the result is always what mcp.CallToolResult's own
-// UnmarshalJSON would give (FuzzFastCallToolResult checks this). b has no
-// leading or trailing white space.
-func fastCallToolResult(b []byte) (res *mcp.CallToolResult, ok bool) {
+// (keys in any order, isError optional, each key at most once). Anything
+// else — any other key, content type or value shape, a string with invalid
+// UTF-8, duplicate keys, trailing bytes — returns ok false.
+func textCallToolResult(b []byte) (res *mcp.CallToolResult, ok bool) {
 	s := scanner{b: b}
 	if !s.byte('{') {
 		return nil, false

@@ -23,6 +23,10 @@ var resultSeeds = []string{
 	`{}`,
 	`{"content":[{"type":"text","text":"x"}]}x`,
 	`{"content":[{"type":"text","text":"x\u0000"}]}`,
+	`{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1,"b":[true,null,"s"]}}`,
+	`{"content":[{"type":"resource","resource":{"uri":"file:///x","text":"t"}}],"_meta":{"k":"v"}}`,
+	`{"content":[{"type":"tool_result","toolUseId":"t","content":[]}]}`,
+	`{"content":[{"type":"text","TEXT":"x"}],"structuredContent":{}}`,
 }
 
 // TestFastCallToolResult checks the fast decoder against the go-sdk's on
@@ -34,8 +38,8 @@ func TestFastCallToolResult(t *testing.T) {
 			fast++
 		}
 	}
-	if fast < 4 {
-		t.Fatalf("the fast path answered %d seeds, want the 4 text-only ones at least", fast)
+	if fast < 8 {
+		t.Fatalf("the fast path answered %d seeds, want the 4 text-only ones and 4 others at least", fast)
 	}
 }
 

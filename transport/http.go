@@ -79,6 +79,8 @@ type HTTP struct {
 	sess      *session
 	reconnect sync.Mutex // serialises re-initialization after a lost session
 	sessions  int        // sessions opened so far (1 after Connect)
+
+	fast *httpFast // the tools/call hot path (http_fast.go)
 }
 
 var _ Transport = (*HTTP)(nil)
@@ -106,11 +108,13 @@ func NewHTTP(url string, opts *HTTPOptions) *HTTP {
 		logger = hclog.NewNullLogger()
 	}
 	// taskRT runs the calls of tools that are tasks (tasks_http.go).
-	client.Transport = &taskRT{base: rt, logger: logger}
+	trt := &taskRT{base: rt, logger: logger}
+	client.Transport = trt
 	if noTaskLayer {
-		client.Transport = rt
+		client.Transport, trt = rt, nil
 	}
 	h := &HTTP{url: url, client: client, rt: rt, logger: logger, onChange: o.OnListChanged, copts: o.Features, oauth: o.OAuth}
+	h.fast = &httpFast{h: h, tr: trt}
 	h.ops = ops{do: h.do, progress: &progressRouter{tapped: true}, calls: &callSet{tapped: true}}
 	// Log messages and progress relayed as the SSE body is read (sseTap).
 	rt.tap = func(data []byte) { tapLine(h.calls, h.progress, data) }
@@ -207,6 +211,7 @@ func (h *HTTP) dial(ctx context.Context) (*session, error) {
 		return nil, capErr(err)
 	}
 	sess := newSession(cs)
+	sess.hfast = h.fast
 	if h.copts != nil {
 		sess.setLogLevel(ctx, h.logger, h.copts.LogLevel)
 	}
@@ -410,6 +415,7 @@ func (h *HTTP) Close() error {
 	if sess != nil {
 		err = sess.cs.Close()
 	}
+	h.fast.close()
 	h.client.CloseIdleConnections()
 	if h.oauth != nil {
 		h.oauth.client.CloseIdleConnections()

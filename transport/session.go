@@ -96,6 +96,9 @@ type session struct {
 
 	logMu    sync.Mutex       // held while the level is being changed
 	logLevel mcp.LoggingLevel // the level last set with logging/setLevel ("": none)
+
+	fast  *fastSession // stdio's own tools/call path (stdio_fast.go); nil: the go-sdk's
+	hfast *httpFast    // Streamable HTTP's (http_fast.go); nil: the go-sdk's
 }
 
 func newSession(cs *mcp.ClientSession) *session {
@@ -125,6 +128,16 @@ func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 }
 
 func (s *session) callTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	if s.fast != nil {
+		if res, ok, err := s.fast.callTool(ctx, p); ok {
+			return res, err
+		}
+	}
+	if s.hfast != nil {
+		if res, ok, err := s.hfast.callTool(ctx, s, p); ok {
+			return res, err
+		}
+	}
 	return s.cs.CallTool(ctx, p)
 }
 

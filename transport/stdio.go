@@ -129,6 +129,7 @@ type Stdio struct {
 	logger  hclog.Logger
 	contain *containment // the levels tried and kept; &contained but in tests
 	sizes   sizeTable    // the tools/call results awaited by CallToolSized
+	fast    *fastCalls   // the tools/call hot path (stdio_fast.go)
 
 	mu         sync.Mutex
 	closed     bool
@@ -230,17 +231,21 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
+	// The go-sdk and fastCalls share stdin under one lock (stdio_fast.go).
+	fast := &fastCalls{w: &lockedWriter{w: s.stdin}}
+	s.fast = fast
 	s.mu.Unlock()
 	s.logger.Debug("started", "pid", s.pgid, "command", s.cmd.Path)
 
 	conn := &mcp.IOTransport{
 		Reader:        &lineFilter{s: s, r: bufio.NewReaderSize(s.stdout, 64*1024), max: s.opts.MaxLineLength, strict: s.opts.StrictStdout},
-		Writer:        s.stdin,
+		Writer:        fast.w,
 		MaxLineLength: -1, // lineFilter enforces the limit with a clearer error
 	}
 	// taskTransport runs the calls of tools that are tasks (tasks.go);
 	// sizedTransport, above it, measures results (stdio_size.go).
-	tr := &sizedTransport{inner: &taskTransport{inner: conn, logger: s.logger}, sizes: &s.sizes}
+	tasks := &taskTransport{inner: conn, logger: s.logger}
+	tr := &sizedTransport{inner: tasks, sizes: &s.sizes, meta: &fast.meta}
 	cs, err := newClient(s.logger, s.opts.OnListChanged, s.progress, s.opts.Features, s.calls).Connect(ctx, tr, sessionOptions(s.opts.Features))
 	if err != nil {
 		cause := capErr(s.fault(ctx, err))
@@ -248,6 +253,7 @@ func (s *Stdio) Connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInitialize, cause)
 	}
 	sess := newSession(cs)
+	sess.fast = s.fastSession(sess, tasks.conn)
 	if s.opts.Features != nil {
 		sess.setLogLevel(ctx, s.logger, s.opts.Features.LogLevel)
 	}
@@ -367,18 +373,22 @@ func (s *Stdio) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		sess, proc := s.sess, s.proc
+		sess, proc, fast := s.sess, s.proc, s.fast
 		s.mu.Unlock()
 		if proc == nil {
 			return
 		}
 		if sess != nil {
+			// The calls in flight end first, as the go-sdk's own do in
+			// cs.Close (stdio_fast.go).
+			fast.drain()
 			// Closes the connection: stdin (the spec's first step) and our
 			// read end of stdout.
 			sess.cs.Close()
 		}
 		s.stdin.Close()
 		s.stdout.Close()
+		fast.stop(ErrClosed) // calls made by fastCalls end with the connection
 		s.closeErr = s.terminate()
 		// Every process of the group is gone: stderr reaches EOF. Closing it
 		// also unblocks the reader if a stray process kept it open.

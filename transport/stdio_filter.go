@@ -28,7 +28,14 @@ type lineFilter struct {
 	over   *overlong // the line just discarded for its size
 }
 
-func (f *lineFilter) Read(p []byte) (int, error) {
+func (f *lineFilter) Read(p []byte) (n int, err error) {
+	defer func() {
+		if err != nil {
+			// The go-sdk's calls end with the connection; so do those
+			// made here (stdio_fast.go).
+			f.s.fast.stop(err)
+		}
+	}()
 	for len(f.buf) == 0 {
 		line, err := f.readLine()
 		if err != nil {
@@ -48,6 +55,10 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			o := f.over
 			f.over = nil
 			f.skip()
+			if f.s.fast.tooLarge(o.id, o.size, f.max) {
+				f.s.logger.Warn("response over the size limit dropped; its request fails", "line", f.n, "bytes", o.size, "limit", f.max)
+				continue
+			}
 			if o.id == nil {
 				f.s.logger.Warn("stdout line over the size limit dropped (not a response)", "line", f.n, "bytes", o.size, "limit", f.max)
 				continue
@@ -75,9 +86,12 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			continue
 		}
 		tapLine(f.s.calls, f.s.progress, trimmed) // log messages and progress, ahead of the result
+		if f.s.fast.take(trimmed) {
+			continue // the answer to a call made by fastCalls
+		}
 		f.buf = append(trimmed, '\n')
 	}
-	n := copy(p, f.buf)
+	n = copy(p, f.buf)
 	f.buf = f.buf[n:]
 	return n, nil
 }

@@ -104,6 +104,7 @@ func (t *sizeTable) waiting() int {
 type sizedTransport struct {
 	inner mcp.Transport
 	sizes *sizeTable
+	meta  *sessionMeta // captures the go-sdk's per-request _meta (stdio_fast.go); nil: none
 }
 
 func (t *sizedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -111,7 +112,7 @@ func (t *sizedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sizedConn{Connection: c, sizes: t.sizes}, nil
+	return &sizedConn{Connection: c, sizes: t.sizes, meta: t.meta}, nil
 }
 
 // sizedConn is the mcp.Connection the go-sdk's client uses: it binds the
@@ -120,10 +121,14 @@ func (t *sizedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 type sizedConn struct {
 	mcp.Connection
 	sizes *sizeTable
+	meta  *sessionMeta
 }
 
 // Write implements mcp.Connection.
 func (c *sizedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if c.meta != nil {
+		c.meta.capture(msg)
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() {
 		if sl, ok := ctx.Value(sizeSlotKey{c.sizes}).(*sizeSlot); ok {
 			// Bound before it is sent: the answer may come at once.

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,6 +94,18 @@ type taskSupport struct {
 	cancel   bool // tasks.cancel
 	tools    map[string]bool
 	tasked   int // tools in tools that are tasks
+	// plainTools: the tools listed without x-mcp-header annotations in
+	// their input schema, which toolhost's own tools/call may call over
+	// Streamable HTTP (http_fast.go).
+	plainTools map[string]bool
+}
+
+// plain reports whether name was listed, is not to be task-augmented and
+// has no x-mcp-header annotation (http_fast.go).
+func (t *taskSupport) plain(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.plainTools[name] && !(t.toolCall && t.tools[name])
 }
 
 // forTool reports whether a call of the server's tool name is to be
@@ -157,6 +170,7 @@ func (t *taskSupport) listed(raw json.RawMessage) {
 			Execution *struct {
 				TaskSupport string `json:"taskSupport"`
 			} `json:"execution"`
+			InputSchema json.RawMessage `json:"inputSchema"`
 		} `json:"tools"`
 	}
 	if json.Unmarshal(raw, &r) != nil {
@@ -167,7 +181,11 @@ func (t *taskSupport) listed(raw json.RawMessage) {
 	if t.tools == nil || len(t.tools) > MaxTools {
 		t.tools, t.tasked = map[string]bool{}, 0
 	}
+	if t.plainTools == nil || len(t.plainTools) > MaxTools {
+		t.plainTools = map[string]bool{}
+	}
 	for _, tool := range r.Tools {
+		t.plainTools[tool.Name] = !bytes.Contains(tool.InputSchema, []byte("x-mcp-header"))
 		ts := ""
 		if tool.Execution != nil {
 			ts = tool.Execution.TaskSupport
@@ -219,6 +237,7 @@ var noTaskLayer bool
 type taskTransport struct {
 	inner  mcp.Transport
 	logger hclog.Logger
+	conn   *taskConn // the last connection made (nil: none, or noTaskLayer)
 }
 
 func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -226,7 +245,8 @@ func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil || noTaskLayer {
 		return c, err
 	}
-	return newTaskConn(c, t.logger), nil
+	t.conn = newTaskConn(c, t.logger)
+	return t.conn, nil
 }
 
 func newTaskConn(inner mcp.Connection, logger hclog.Logger) *taskConn {

@@ -35,6 +35,7 @@ type taskRT struct {
 	logger hclog.Logger
 	ts     taskSupport
 	seq    atomic.Uint64
+	meta   sessionMeta // the go-sdk's per-request _meta, for http_fast.go
 
 	mu sync.Mutex
 	// live maps the JSON text of the go-sdk's ID of a tools/call whose
@@ -96,6 +97,9 @@ func (t *taskRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch m.Method {
 	case "initialize", "tools/list":
+		if m.Method == "tools/list" {
+			t.meta.captureBody(body)
+		}
 		resp, err := t.base.RoundTrip(req)
 		if err == nil && resp.StatusCode == http.StatusOK {
 			read := t.ts.initialized
