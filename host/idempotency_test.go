@@ -302,7 +302,7 @@ func TestIdempotencyTwoHostsOnePostgres(t *testing.T) {
 	}
 	first := make(chan answer, 1)
 	go func() {
-		res, err := a.CallTool(keyed("shared"), "fx__sleep", map[string]any{"ms": 2000})
+		res, err := a.CallTool(keyed("shared"), "fx__sleep", map[string]any{"ms": 4000})
 		first <- answer{res, err}
 	}()
 	testutil.Eventually(t, 10*time.Second, func() bool {
@@ -313,14 +313,16 @@ func TestIdempotencyTwoHostsOnePostgres(t *testing.T) {
 		return n == 1
 	}, "replica a never claimed the key")
 	// A duplicate whose deadline passes while it waits fails with a
-	// timeout and leaves the first alone.
-	short, cancel := context.WithTimeout(keyed("shared"), 100*time.Millisecond)
+	// timeout and leaves the first alone. The deadline leaves the wait
+	// time to read who holds the key on a busy machine (100 ms did not,
+	// under -race with both cores taken), and the first call 3 s more.
+	short, cancel := context.WithTimeout(keyed("shared"), time.Second)
 	defer cancel()
-	if _, err := b.CallTool(short, "fx__sleep", map[string]any{"ms": 2000}); !errors.Is(err, host.ErrTimeout) || !strings.Contains(err.Error(), "replica-a") {
+	if _, err := b.CallTool(short, "fx__sleep", map[string]any{"ms": 4000}); !errors.Is(err, host.ErrTimeout) || !strings.Contains(err.Error(), "replica-a") {
 		t.Fatalf("replica b, short deadline: %v", err)
 	}
-	res, err := b.CallTool(keyed("shared"), "fx__sleep", map[string]any{"ms": 2000})
-	if err != nil || text(t, res) != "slept 2000ms" || !replayed(res) {
+	res, err := b.CallTool(keyed("shared"), "fx__sleep", map[string]any{"ms": 4000})
+	if err != nil || text(t, res) != "slept 4000ms" || !replayed(res) {
 		t.Fatalf("replica b: %v %+v", err, res)
 	}
 	if fa := <-first; fa.err != nil || replayed(fa.res) {
