@@ -106,6 +106,7 @@ func (l *loader) validate(cfg *Config) {
 	l.validateServe(cfg)
 	l.validatePins(cfg)
 	l.validateRates(cfg)
+	l.validateCodeMode(cfg) // code mode (config/codemode.go)
 }
 
 // samePrefixes reports two backends given the same non-empty prefix (the
