@@ -138,7 +138,7 @@ type AuditRecord struct {
 // auditing is off, but the log line is.
 func (h *Host) AuditAdmin(ctx context.Context, action, target string, err error) {
 	rec := AuditRecord{Time: time.Now().UTC(), Client: clientOf(ctx), Op: "admin/" + action, Decision: "allow", Outcome: OutcomeOK,
-		CorrelationID: correlationOf(ctx), Parent: parentOf(ctx)}
+		CorrelationID: correlationOf(ctx)}
 	if strings.HasSuffix(action, "_tool") {
 		rec.Tool = target
 	} else {

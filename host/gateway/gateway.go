@@ -108,6 +108,8 @@ type Gateway struct {
 
 	dash dashState // the dashboard's event streams (dashboard.go)
 
+	code codeMode // code mode's Runner (codemode.go)
+
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's
 	kick        chan struct{} // buffered 1: a resync is due
@@ -315,6 +317,7 @@ func (g *Gateway) Close() error {
 		}
 		close(g.stop)
 		<-g.done
+		g.code.close() // code mode (codemode.go)
 		for _, ps := range g.cur.Load().servers {
 			for ss := range ps.srv.Sessions() {
 				g.calls.end(func(c *call) bool { return c.ss == ss })

@@ -49,6 +49,12 @@ type profileServer struct {
 
 	servedMu sync.RWMutex
 	served   map[string]bool // the resource URIs served now: what a client may subscribe to
+
+	// Code mode (codemode.go): the gateway (its Runner, its Host), and
+	// run_code's registered definition ("" when not served).
+	g          *Gateway
+	codeFP     string
+	codeWarned bool
 }
 
 func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer {
@@ -74,6 +80,7 @@ func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer 
 	})
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
 	ps.coming = g.h.Coming
+	ps.g = g // code mode (codemode.go)
 	ps.srv.AddReceivingMiddleware(ps.callComing)
 	ps.srv.AddReceivingMiddleware(g.guard.middleware) // outermost: max_concurrent, versions (guard.go)
 	ps.srv.AddSendingMiddleware(g.notify.sending)     // broadcasts queued per session (notify.go)
@@ -139,6 +146,7 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 		if gone := missing(ps.tools, seen); len(gone) > 0 {
 			ps.srv.RemoveTools(gone...)
 		}
+		ps.syncCodeMode(tools, logger) // code mode (codemode.go)
 	}
 
 	if prompts, err := ps.view.Prompts(ctx); err != nil {
