@@ -63,8 +63,15 @@ func key(name string) string {
 	if identRE.MatchString(name) {
 		return name
 	}
-	b, _ := json.Marshal(name)
-	return string(b)
+	return literal(name)
+}
+
+// literal is v as a TypeScript literal (its JSON), with backticks escaped
+// (they occur only inside strings) so that no value can close the
+// description's code block.
+func literal(v any) string {
+	b, _ := json.Marshal(v)
+	return strings.ReplaceAll(string(b), "`", `\u0060`)
 }
 
 // Declarations renders tools as TypeScript:
@@ -127,6 +134,7 @@ func docLine(t *mcp.Tool) string {
 	}
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.ReplaceAll(s, "*/", "* /")
+	s = strings.ReplaceAll(s, "`", "'") // nor the code block
 	if len(s) > maxDocLen {
 		i := maxDocLen
 		for i > 0 && !utf8Start(s[i]) {
@@ -172,14 +180,12 @@ func tsType(v any, depth int) string {
 	if e, ok := m["enum"].([]any); ok && len(e) > 0 && len(e) <= maxEnum {
 		parts := make([]string, 0, len(e))
 		for _, x := range e {
-			b, _ := json.Marshal(x)
-			parts = append(parts, string(b))
+			parts = append(parts, literal(x))
 		}
 		return strings.Join(parts, " | ")
 	}
 	if c, ok := m["const"]; ok {
-		b, _ := json.Marshal(c)
-		return string(b)
+		return literal(c)
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		if alts, ok := m[k].([]any); ok && len(alts) > 0 && len(alts) <= maxEnum {

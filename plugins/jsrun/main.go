@@ -161,15 +161,19 @@ func newRun(lim limits, search bool) *run {
 }
 
 // prelude defines tools as a proxy: tools.NAME(args) is callTool("NAME", args).
+// It is compiled once per instance (preludeProgram) and run in every run's
+// fresh runtime.
 const prelude = `Object.defineProperty(globalThis, "tools", {value: new Proxy({}, {
 	get: function (t, name) { if (typeof name !== "string" || name === "then") return undefined; return function (args) { return callTool(name, args); }; }
 }), enumerable: false});
 `
 
+var preludeProgram = goja.MustCompile("prelude.js", prelude, true)
+
 // run compiles and runs code as the body of an async function and returns
 // its value as JSON (nil for undefined), or the program's error.
 func (r *run) run(code string) (json.RawMessage, error) {
-	if _, err := r.vm.RunString(prelude); err != nil {
+	if _, err := r.vm.RunProgram(preludeProgram); err != nil {
 		return nil, fmt.Errorf("prelude: %v", err)
 	}
 	// The code's own lines start at line 2 of the source, so stack traces
