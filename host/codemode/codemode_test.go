@@ -27,12 +27,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// jsrun builds plugins/jsrun (once per process; the Go build cache makes it
-// cheap after the first time).
-func jsrun(t *testing.T) string {
-	return wasmbuild.Build(t, filepath.Join(testutil.Root(), "plugins"), "./jsrun")
-}
-
 func cacheDir() string {
 	base, err := os.UserCacheDir()
 	if err != nil {
@@ -66,9 +60,11 @@ func (f *fakeCaller) CallTool(ctx context.Context, name string, args any) (*mcp.
 	return nil, fmt.Errorf("%w: %q", host.ErrUnknownTool, name)
 }
 
-func newRunner(t *testing.T, cfg config.CodeMode) *codemode.Runner {
+func newRunner(t *testing.T, cfg config.CodeMode) *codemode.Runner { return newRunnerTB(t, cfg) }
+
+func newRunnerTB(t testing.TB, cfg config.CodeMode) *codemode.Runner {
 	t.Helper()
-	cfg.Plugin = jsrun(t)
+	cfg.Plugin = wasmbuild.Build(t, filepath.Join(testutil.Root(), "plugins"), "./jsrun")
 	r, err := codemode.New(&codemode.Options{Config: cfg, CacheDir: cacheDir()})
 	if err != nil {
 		t.Fatal(err)
