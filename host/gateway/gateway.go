@@ -183,6 +183,7 @@ func New(h *host.Host, opts *Options) (*Gateway, error) {
 	err := g.reconcile(ctx, cfg)
 	cancel()
 	if err != nil {
+		g.code.close() // code mode (codemode.go): a Runner a first sync built
 		return nil, err
 	}
 	g.unsubscribe = h.Subscribe(func(ev host.Event) {
