@@ -18,7 +18,8 @@ import (
 
 // compiledModule is a plugin's module compiled in the plugin's own wazero
 // runtime, next to the host modules its instances import: WASI
-// (wasi_snapshot_preview1) and the Go Extism kernel (envModule). sandbox
+// (wasi_snapshot_preview1), the Go Extism kernel (envModule) and
+// toolhost's host tools (toolsModule, hosttools.go). sandbox
 // drives wazero itself (no Extism go-sdk in the path: see docs/RATIONALE.md,
 // "Why does sandbox drive wazero itself"), so a call is one Go→Wasm entry.
 //
