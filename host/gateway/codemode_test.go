@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -275,4 +276,74 @@ func TestCodeModeTypeScriptClient(t *testing.T) {
 		}
 		check(t, runTSClient(t, []string{"CALL=run_code", "ARGS=" + string(args)}, "stdio", bin, "--config", cfgPath, "serve", "--stdio"))
 	})
+}
+
+// readmeBlock returns the first fenced block of lang under the README
+// heading.
+func readmeBlock(t *testing.T, heading, lang string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testutil.Root(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur *strings.Builder
+	h, skipping := "", false
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case skipping:
+			skipping = line != "```"
+		case cur == nil && strings.HasPrefix(line, "```"):
+			if h == heading && strings.TrimPrefix(line, "```") == lang {
+				cur = &strings.Builder{}
+			} else {
+				skipping = true
+			}
+		case cur != nil && line == "```":
+			return cur.String()
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		case strings.HasPrefix(line, "#"):
+			h = strings.TrimSpace(strings.TrimLeft(line, "#"))
+		}
+	}
+	t.Fatalf("README has no %s block under %q", lang, heading)
+	return ""
+}
+
+// TestCodeModeReadme: the README's [code_mode] configuration loads, and its
+// program runs as it says against servers named as in the bundled
+// configuration (fixture, time), the denied call caught.
+func TestCodeModeReadme(t *testing.T) {
+	const heading = "Code mode: `run_code`"
+	toml := readmeBlock(t, heading, "toml")
+	program := readmeBlock(t, heading, "js")
+	root := filepath.Join(testutil.Root(), "plugins")
+	toml = strings.Replace(toml, `"plugins/jsrun.wasm"`, `"`+wasmbuild.Build(t, root, "./jsrun")+`"`, 1)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = t.TempDir()
+	}
+	src := fmt.Sprintf("[host]\ncache_dir = %q\n\n[servers.fixture]\ncommand = \"@FIXTURE@\"\nstartup_timeout = \"5m\"\n\n[plugins.time]\npath = %q\ntimeout = \"5m\"\n\n[policy]\ndeny = [\"*__delete_*\", \"fixture__crash\"]\n\n",
+		filepath.Join(cache, "toolhost", "wasm-test"), wasmbuild.Build(t, root, "./time")) + toml
+	src = strings.Replace(src, `timeout    = "30s"`, `timeout    = "5m"`, 1) // a cold compile under -race
+	f := start(t, src)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- f.g.ServeTransport(ctx, st) }()
+	defer func() { cancel(); <-served }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": program}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := resultTextOf(res)
+	if res.IsError || !strings.Contains(text, `refused: failed fixture__crash: tool "fixture__crash" is not allowed`) || !strings.Contains(text, `{"sum":42,"tokyo":"`) {
+		t.Fatalf("README program: %q (isError %v)", text, res.IsError)
+	}
 }
