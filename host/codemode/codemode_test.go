@@ -36,11 +36,10 @@ func cacheDir() string {
 }
 
 // fakeCaller serves fx__echo (its arguments as text and structured) and
-// refuses fx__denied as the policy does; it records the parent of each call.
+// refuses fx__denied as the policy does.
 type fakeCaller struct {
-	mu      sync.Mutex
-	calls   int
-	parents []string
+	mu    sync.Mutex
+	calls int
 }
 
 func (f *fakeCaller) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {

@@ -9,6 +9,8 @@
 // Build: cd plugins && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o jsrun.wasm ./jsrun
 package main
 
+//lint:file-ignore ST1005 the errors are JavaScript's own wording ("Uncaught TypeError: ...", "SyntaxError: ..."), shown to the model as they are
+
 import (
 	"encoding/json"
 	"errors"
