@@ -58,6 +58,11 @@ type Config struct {
 	// ([store]; see store.go).
 	Store Store `toml:"store"`
 
+	// Code mode (issue 27; config/codemode.go): how run_code runs
+	// ([code_mode]); whether a profile gets it is [serve] code_mode and
+	// [profiles.NAME] code_mode.
+	CodeMode CodeMode `toml:"code_mode" json:",omitzero"`
+
 	// Path is the absolute path of the file the configuration was loaded
 	// from; empty when loaded from bytes without a name.
 	Path string `toml:"-"`

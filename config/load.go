@@ -167,8 +167,10 @@ func parse(data []byte, o Options, path string) (*Config, error) {
 			l.table(top[k], key, reflect.ValueOf(&cfg.Serve).Elem())
 		case "store":
 			l.table(top[k], key, reflect.ValueOf(&cfg.Store).Elem())
+		case "code_mode": // code mode (config/codemode.go)
+			l.table(top[k], key, reflect.ValueOf(&cfg.CodeMode).Elem())
 		default:
-			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "serve", "servers", "store", "tools"})
+			l.unknownKey(key, []string{"host", "plugins", "policy", "profiles", "serve", "servers", "store", "tools", "code_mode"})
 		}
 	}
 	// Safety net: the walk above reports unknown keys itself (it decodes key

@@ -89,6 +89,10 @@ type Profile struct {
 	// matches (globs, as Policy.Allow); Deny removes names.
 	Allow []string `toml:"allow"`
 	Deny  []string `toml:"deny"`
+	// Code mode (issue 27; config/codemode.go): CodeMode, when set,
+	// serves run_code to this profile (true) or not (false), whatever
+	// [serve] code_mode says; nil follows [serve] code_mode.
+	CodeMode *bool `toml:"code_mode" json:",omitempty"`
 	// Prompts and Resources, when non-empty, limit the profile's prompts
 	// and resources as Allow limits its tools (globs as Policy.Prompts and
 	// Policy.Resources); DenyPrompts and DenyResources remove some.

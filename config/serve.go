@@ -107,6 +107,10 @@ type Serve struct {
 	// resources/updated) may wait for one session's stream (default 64,
 	// 1 to MaxNotifyQueue); a session whose queue is full is closed.
 	NotifyQueue int `toml:"notify_queue"`
+	// Code mode (issue 27; config/codemode.go): CodeMode serves run_code
+	// to every profile without its own [profiles.NAME] code_mode (default
+	// false); [code_mode] says how it runs.
+	CodeMode bool `toml:"code_mode" json:",omitempty"`
 	// Clients are the HTTP clients allowed in ([serve.clients.NAME]), keyed
 	// by NAME. With any defined, every HTTP request must carry one of their
 	// tokens ("Authorization: Bearer TOKEN"); an unknown token is 401.

@@ -106,7 +106,8 @@ func (l *loader) validate(cfg *Config) {
 	l.validateServe(cfg)
 	l.validatePins(cfg)
 	l.validateRates(cfg)
-	l.validateSearch(cfg) // tool search (config/search.go)
+	l.validateSearch(cfg)   // tool search (config/search.go)
+	l.validateCodeMode(cfg) // code mode (config/codemode.go)
 }
 
 // samePrefixes reports two backends given the same non-empty prefix (the

@@ -118,6 +118,10 @@ type AuditRecord struct {
 	// records go to the store ([store] audit), a random one of 32 hex
 	// digits (store.NewID); empty otherwise.
 	CorrelationID string `json:"correlation_id,omitempty"`
+	// Parent is the CorrelationID of the call this one was made inside:
+	// an inner call of a code-mode run_code names its run (WithParent;
+	// host/codemode.go). Empty for a call a client made itself.
+	Parent string `json:"parent,omitempty"`
 
 	// Idempotency (issue 25, item 5): what became of the call's
 	// idempotency key (WithIdempotencyKey): IdemFirst, IdemReplay,
@@ -471,6 +475,10 @@ func appendRecord(b []byte, r *AuditRecord) []byte {
 	if r.CorrelationID != "" {
 		b = append(b, `,"correlation_id":`...)
 		b = appendString(b, r.CorrelationID)
+	}
+	if r.Parent != "" {
+		b = append(b, `,"parent":`...)
+		b = appendString(b, r.Parent)
 	}
 	return append(b, "}\n"...)
 }

@@ -197,7 +197,7 @@ func TestAppendRecordAsEncodingJSON(t *testing.T) {
 	rec := AuditRecord{Time: time.Date(2026, 11, 26, 1, 2, 3, 4, time.UTC), Profile: "p", Client: "c", Tool: "fx__echo", Backend: "fx",
 		Decision: "allow", Rule: "r", Outcome: OutcomeOK, Error: "e", LatencyMS: 1.5, ArgsHMAC: a.hashArgs([]byte(`{}`)), KeyID: "0011223344556677",
 		Args: json.RawMessage(`{}`), ResultBytes: 7, Retries: 1, Fallback: "f", FallbackFor: "g",
-		TraceID: "0af7651916cd43dd8448eb211c80319c", CorrelationID: "c0ffee"}
+		TraceID: "0af7651916cd43dd8448eb211c80319c", CorrelationID: "c0ffee", Parent: "beef"}
 	want, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)

@@ -91,7 +91,7 @@ func auditItemLayer(h *Host, next handler) handler {
 func (h *Host) beginRecord(ctx context.Context, o *op) (*AuditRecord, time.Time) {
 	start := time.Now()
 	o.out.record = AuditRecord{Time: start.UTC(), Profile: o.req.profile, Client: clientOf(ctx), Decision: "none",
-		CorrelationID: correlationOf(ctx)}
+		CorrelationID: correlationOf(ctx), Parent: parentOf(ctx)}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		o.out.record.TraceID = sc.TraceID().String()
 	}

@@ -18,7 +18,8 @@ import (
 
 // compiledModule is a plugin's module compiled in the plugin's own wazero
 // runtime, next to the host modules its instances import: WASI
-// (wasi_snapshot_preview1) and the Go Extism kernel (envModule). sandbox
+// (wasi_snapshot_preview1), the Go Extism kernel (envModule) and
+// toolhost's host tools (toolsModule, hosttools.go). sandbox
 // drives wazero itself (no Extism go-sdk in the path: see docs/RATIONALE.md,
 // "Why does sandbox drive wazero itself"), so a call is one Go→Wasm entry.
 //
@@ -35,7 +36,7 @@ type compiledModule struct {
 func (c *compiledModule) Close(ctx context.Context) error { return c.rt.Close(ctx) }
 
 // hostModules are the modules a plugin may import from.
-var hostModules = []string{wasi_snapshot_preview1.ModuleName, envModule}
+var hostModules = []string{wasi_snapshot_preview1.ModuleName, envModule, toolsModule}
 
 // compile builds the plugin's runtime (see compiledModule) with a memory
 // cap of pages and compiles wasm in it. Errors wrap ErrABI and
@@ -58,13 +59,17 @@ func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*compi
 		_ = rt.Close(bgCtx)
 		return nil, p.errorf("building the kernel host module: %v: %w", err, transport.ErrInitialize)
 	}
+	if _, err := toolsHostModule(rt).Instantiate(ctx); err != nil {
+		_ = rt.Close(bgCtx)
+		return nil, p.errorf("building the host-tools module: %v: %w", err, transport.ErrInitialize)
+	}
 	cm, err := rt.CompileModule(ctx, wasm)
 	if err == nil {
 		err = checkImports(rt, cm)
 	}
 	if err != nil {
 		_ = rt.Close(bgCtx)
-		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1 and extism:host/env): %w: %w", p.m.Path, err, ErrABI, transport.ErrInitialize)
+		return nil, p.errorf("compiling %s: %v (the module is invalid or imports functions the sandbox does not provide: only wasi_snapshot_preview1, extism:host/env and toolhost:host/tools): %w: %w", p.m.Path, err, ErrABI, transport.ErrInitialize)
 	}
 	return &compiledModule{rt: rt, mod: cm}, nil
 }

@@ -41,8 +41,9 @@ type instance struct {
 	varBytes    int
 	httpStatus  int32
 	httpHeaders map[string]string
-	httpCount   int   // http_requests of the current call
-	httpBytes   int64 // response body bytes of the current call
+	httpCount   int        // http_requests of the current call
+	httpBytes   int64      // response body bytes of the current call
+	tools       toolsState // inner tool calls of the current call (hosttools.go)
 }
 
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
@@ -185,6 +186,7 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 	in.stderr.reset()
 	in.lim.take()
 	in.export, in.tooBig, in.httpCount, in.httpBytes = fn, 0, 0, 0
+	in.tools = toolsState{}
 	var rc uint64
 	var err error
 	if in.mod.IsClosed() {

@@ -43,6 +43,12 @@ type PluginOptions struct {
 	// compiles the module, warms an instance, and the first complete
 	// ListTools rewrites the entry (toolhost prewarm).
 	RefreshToolCache bool
+
+	// Tools, when set, grants the plugin calls of the host's tools
+	// through the host module toolhost:host/tools (code mode, issue 27);
+	// see HostTools. Nil: the plugin's requests are answered
+	// "not_granted".
+	Tools *HostTools
 }
 
 // ABI identifies a plugin calling convention (see docs/PLUGIN-ABI.md).
@@ -101,6 +107,9 @@ type Plugin struct {
 	mounts     []mount
 	maxFiles   int64
 
+	// tools is PluginOptions.Tools (nil: not granted).
+	tools *HostTools
+
 	// probe marks measureMemory's uncapped copy (its own allocator).
 	probe bool
 
@@ -153,6 +162,7 @@ func newPlugin(e *Engine, m *Manifest, opts *PluginOptions) *Plugin {
 	}
 	p.glog = &guestLog{logger: p.logger}
 	p.lazy, p.refresh = opts.LazyInstances, opts.RefreshToolCache
+	p.tools = opts.Tools
 	p.timeout = m.Timeout
 	if p.timeout <= 0 {
 		p.timeout = DefaultTimeout

@@ -108,6 +108,8 @@ type Gateway struct {
 
 	dash dashState // the dashboard's event streams (dashboard.go)
 
+	code codeMode // code mode's Runner (codemode.go)
+
 	unsubscribe func()
 	detach      func()        // Metrics.Attach's
 	kick        chan struct{} // buffered 1: a resync is due
@@ -181,6 +183,7 @@ func New(h *host.Host, opts *Options) (*Gateway, error) {
 	err := g.reconcile(ctx, cfg)
 	cancel()
 	if err != nil {
+		g.code.close() // code mode (codemode.go): a Runner a first sync built
 		return nil, err
 	}
 	g.unsubscribe = h.Subscribe(func(ev host.Event) {
@@ -315,6 +318,7 @@ func (g *Gateway) Close() error {
 		}
 		close(g.stop)
 		<-g.done
+		g.code.close() // code mode (codemode.go)
 		for _, ps := range g.cur.Load().servers {
 			for ss := range ps.srv.Sessions() {
 				g.calls.end(func(c *call) bool { return c.ss == ss })

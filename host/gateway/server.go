@@ -57,6 +57,12 @@ type profileServer struct {
 	// The stdio fast path (fast.go): the catalogue tools sync registered
 	// now (ps.callTool's), for lookups that must not wait for sync.
 	fastTools atomic.Pointer[map[string]bool]
+
+	// Code mode (codemode.go): the gateway (its Runner, its Host), and
+	// run_code's registered definition ("" when not served).
+	g          *Gateway
+	codeFP     string
+	codeWarned bool
 }
 
 func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer {
@@ -84,6 +90,7 @@ func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer 
 	// the two in step.
 	ps.srv.AddReceivingMiddleware(ps.trackLevels)
 	ps.coming = g.h.Coming
+	ps.g = g // code mode (codemode.go)
 	ps.srv.AddReceivingMiddleware(ps.callComing)
 	// Tool search (search.go): tools/call of tools search mode does not list.
 	ps.initSearch(g)
@@ -152,7 +159,8 @@ func (ps *profileServer) sync(ctx context.Context, logger hclog.Logger) {
 		if gone := missing(ps.tools, seen); len(gone) > 0 {
 			ps.srv.RemoveTools(gone...)
 		}
-		ps.fastPublish() // the stdio fast path's view of the tools (fast.go)
+		ps.syncCodeMode(tools, logger) // code mode (codemode.go)
+		ps.fastPublish()               // the stdio fast path's view of the tools (fast.go)
 	}
 
 	if prompts, err := ps.view.Prompts(ctx); err != nil {

@@ -231,6 +231,17 @@ func SetHTTP(h http.Handler) {
 	}
 }
 
+// SetHostTools answers pdk.CallHostTool and pdk.SearchHostTools with f: it
+// gets the request JSON ({"op": "call", "name", "arguments"} or {"op":
+// "search", "query", "limit"}) and returns the answer JSON ({"result": ...}
+// or {"error": {"code", "message"}}), as docs/PLUGIN-ABI.md describes. Nil
+// answers as a host that grants no tool calls.
+func SetHostTools(f func(request []byte) []byte) {
+	abi.Fake.Lock()
+	defer abi.Fake.Unlock()
+	abi.Fake.ToolsFun = f
+}
+
 // SetLogLevel sets the lowest level the fake host keeps; the default keeps all.
 func SetLogLevel(level pdk.Level) {
 	abi.Fake.Lock()
@@ -261,5 +272,5 @@ func Reset() {
 	defer abi.Fake.Unlock()
 	abi.Fake.In, abi.Fake.Out, abi.Fake.Err = nil, nil, ""
 	abi.Fake.Conf, abi.Fake.Vars, abi.Fake.Logs = nil, nil, nil
-	abi.Fake.MinLog, abi.Fake.HTTPFun = 0, nil
+	abi.Fake.MinLog, abi.Fake.HTTPFun, abi.Fake.ToolsFun = 0, nil, nil
 }

@@ -26,6 +26,8 @@ type FakeKernel struct {
 	Logs    []LogRecord
 	MinLog  int32
 	HTTPFun func(request, body []byte) (status int32, header, respBody []byte)
+	// ToolsFun answers ToolsCall (toolhost:host/tools call); nil: not granted.
+	ToolsFun func(request []byte) []byte
 }
 
 // Input returns the current call's input.
@@ -106,4 +108,16 @@ func HTTP(request, body []byte) (int32, []byte, []byte) {
 		panic("pdk fake kernel: HTTP request " + string(request) + " but no handler is installed (use pdktest.SetHTTP)")
 	}
 	return f(request, body)
+}
+
+// ToolsCall hands the request to Fake.ToolsFun. Without one it answers as a
+// host that granted no tool calls.
+func ToolsCall(request []byte) []byte {
+	Fake.Lock()
+	f := Fake.ToolsFun
+	Fake.Unlock()
+	if f == nil {
+		return []byte(`{"error":{"code":"not_granted","message":"the host grants this plugin no tool calls"}}`)
+	}
+	return f(request)
 }
