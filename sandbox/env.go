@@ -351,7 +351,7 @@ func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 	in.httpStatus = 0
 	in.httpHeaders = nil
 	if in.httpCount++; in.httpCount > in.p.maxHTTPRequests {
-		in.failf(ErrHTTPLimit, "http_request number %d of this call: over max_http_requests (%d per call); raise it in [plugins.%s] if the tool legitimately needs more", in.httpCount, in.p.maxHTTPRequests, in.p.name)
+		in.failf(ErrHTTPLimit, "http_request number %d of this call: over max_http_requests (%d per call); raise it in %s if the tool legitimately needs more", in.httpCount, in.p.maxHTTPRequests, in.p.table)
 	}
 	reqJSON := in.readBlock(stack[0])
 	in.free(stack[0])
@@ -405,7 +405,7 @@ func httpRequest(ctx context.Context, in *instance, stack []uint64) {
 	}
 	if int64(len(b)) > limit {
 		if limit == left {
-			in.failf(ErrHTTPLimit, "http_request %s %s: the call's response bodies exceed max_http_bytes (%d bytes per call); raise it in [plugins.%s] if the tool legitimately needs more", hreq.Method, u.Redacted(), in.p.maxHTTPBytes, in.p.name)
+			in.failf(ErrHTTPLimit, "http_request %s %s: the call's response bodies exceed max_http_bytes (%d bytes per call); raise it in %s if the tool legitimately needs more", hreq.Method, u.Redacted(), in.p.maxHTTPBytes, in.p.table)
 		}
 		in.failf(ErrHostFunction, "http_request %s %s: response body exceeds %d bytes (a quarter of the memory cap); raise memory", hreq.Method, u.Redacted(), limit)
 	}

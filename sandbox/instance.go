@@ -205,11 +205,11 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 	}
 	in.callCtx = nil
 	if in.tooBig > 0 && ctx.Err() == nil && in.fault == nil {
-		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for [plugins.%s] or ask for less", fn, in.tooBig, p.maxOutput, transport.ErrOutputTooLarge, p.name)
+		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for %s or ask for less", fn, in.tooBig, p.maxOutput, transport.ErrOutputTooLarge, p.table)
 	}
 	if lerr := in.lim.take(); lerr != nil && ctx.Err() == nil {
 		in.broken = true
-		return nil, p.errorf("%s: %w; the instance was discarded; raise the limit in [plugins.%s] if the tool legitimately needs more", fn, lerr, p.name)
+		return nil, p.errorf("%s: %w; the instance was discarded; raise the limit in %s if the tool legitimately needs more", fn, lerr, p.table)
 	}
 	if err != nil {
 		return nil, in.classify(ctx, parent, fn, err)
@@ -222,7 +222,7 @@ func (in *instance) call(ctx, parent context.Context, fn string, input []byte) (
 	}
 	out, _ := in.k.bytes(in.k.out, in.k.outLen)
 	if int64(len(out)) > p.maxOutput {
-		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for [plugins.%s] or ask for less", fn, len(out), p.maxOutput, transport.ErrOutputTooLarge, p.name)
+		return nil, p.errorf("%s: result of %d bytes exceeds max_output (%d bytes): %w; raise max_output for %s or ask for less", fn, len(out), p.maxOutput, transport.ErrOutputTooLarge, p.table)
 	}
 	return out, nil
 }

@@ -49,6 +49,11 @@ type PluginOptions struct {
 	// see HostTools. Nil: the plugin's requests are answered
 	// "not_granted".
 	Tools *HostTools
+
+	// ConfigTable is the configuration table the plugin's limits come
+	// from, as operator messages name it ("raise timeout in TABLE"):
+	// default "[plugins.NAME]"; code mode's runner gives "[code_mode]".
+	ConfigTable string
 }
 
 // ABI identifies a plugin calling convention (see docs/PLUGIN-ABI.md).
@@ -89,6 +94,7 @@ type Plugin struct {
 	e         *Engine
 	m         Manifest
 	name      string
+	table     string // the configuration table messages name (PluginOptions.ConfigTable)
 	logger    hclog.Logger
 	glog      *guestLog
 	timeout   time.Duration
@@ -163,6 +169,10 @@ func newPlugin(e *Engine, m *Manifest, opts *PluginOptions) *Plugin {
 	p.glog = &guestLog{logger: p.logger}
 	p.lazy, p.refresh = opts.LazyInstances, opts.RefreshToolCache
 	p.tools = opts.Tools
+	p.table = opts.ConfigTable
+	if p.table == "" {
+		p.table = "[plugins." + m.Name + "]"
+	}
 	p.timeout = m.Timeout
 	if p.timeout <= 0 {
 		p.timeout = DefaultTimeout
@@ -292,7 +302,7 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 	}
 	b, err := os.ReadFile(p.m.Path)
 	if err != nil {
-		return nil, p.errorf("reading module: %w: %w (check path in [plugins.%s])", err, transport.ErrStart, p.name)
+		return nil, p.errorf("reading module: %w: %w (check path in %s)", err, transport.ErrStart, p.table)
 	}
 	sum := sha256.Sum256(b)
 	digest := hex.EncodeToString(sum[:])
@@ -361,8 +371,8 @@ func (p *Plugin) connect(ctx context.Context) (*mcp.InitializeResult, error) {
 		}
 	}
 	if err != nil && wctx.Err() == context.DeadlineExceeded && ctx.Err() != context.Canceled && !p.isClosed() {
-		err = p.errorf("the first instance did not finish _initialize and %s within the start deadline: %w: %w; the guest was stopped; raise startup_timeout in [plugins.%s] if the plugin legitimately needs longer to start",
-			p.listExport(), transport.ErrTimeout, context.DeadlineExceeded, p.name)
+		err = p.errorf("the first instance did not finish _initialize and %s within the start deadline: %w: %w; the guest was stopped; raise startup_timeout in %s if the plugin legitimately needs longer to start",
+			p.listExport(), transport.ErrTimeout, context.DeadlineExceeded, p.table)
 	}
 	if err != nil {
 		if in != nil && in.broken {
@@ -447,8 +457,8 @@ func (p *Plugin) ctxError(ctx, parent context.Context, op string) error {
 			which = "the deadline it was given"
 		}
 	}
-	return p.errorf("%s: no answer within %s: %w: %w; the guest was stopped; raise timeout in [plugins.%s] if the tool legitimately needs longer",
-		op, which, transport.ErrTimeout, context.DeadlineExceeded, p.name)
+	return p.errorf("%s: no answer within %s: %w: %w; the guest was stopped; raise timeout in %s if the tool legitimately needs longer",
+		op, which, transport.ErrTimeout, context.DeadlineExceeded, p.table)
 }
 
 func (p *Plugin) isClosed() bool {

@@ -80,8 +80,8 @@ func (p *Plugin) wait(ctx, parent context.Context, fn string) error {
 	case errors.Is(parent.Err(), context.Canceled):
 		return p.errorf("%s: call cancelled by the caller while waiting for a free instance: %w", fn, context.Canceled)
 	}
-	return p.errorf("%s: all %d instances stayed busy until the caller's deadline: %w: %w; raise instances in [plugins.%s] or the caller's deadline",
-		fn, p.size, ErrBusy, context.DeadlineExceeded, p.name)
+	return p.errorf("%s: all %d instances stayed busy until the caller's deadline: %w: %w; raise instances in %s or the caller's deadline",
+		fn, p.size, ErrBusy, context.DeadlineExceeded, p.table)
 }
 
 // acquire returns an instance for a call that holds a slot (p.sem); on

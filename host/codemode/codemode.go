@@ -118,7 +118,7 @@ func New(opts *Options) (*Runner, error) {
 			"max_calls": strconv.Itoa(cfg.Calls()),
 		},
 	}
-	r.plugin = eng.Plugin(m, &sandbox.PluginOptions{Logger: logger, Tools: &sandbox.HostTools{
+	r.plugin = eng.Plugin(m, &sandbox.PluginOptions{Logger: logger, ConfigTable: "[code_mode]", Tools: &sandbox.HostTools{
 		Call:           innerCall,
 		Search:         innerSearch,
 		MaxCalls:       cfg.Calls(),

@@ -157,6 +157,10 @@ func TestRunLimits(t *testing.T) {
 				if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("err = %v, want %v with %q", err, tt.err, tt.want)
 				}
+				// Every hint names the table the limit comes from.
+				if strings.Contains(err.Error(), "[plugins.") {
+					t.Fatalf("err = %v: names a [plugins.NAME] table; the limits are [code_mode]'s", err)
+				}
 			} else if err != nil || !res.IsError || !strings.Contains(text(res), tt.want) {
 				t.Fatalf("err %v, result %q: want an isError result with %q", err, text(res), tt.want)
 			}
