@@ -579,12 +579,11 @@ func (g *Gateway) impl() *mcp.Implementation {
 	return &mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}
 }
 
-// fastChain is the receiving middleware of newServer around the tool
-// handler, in the same order (the last added outermost): the guard
-// (max_concurrent), callComing, trackLevels; innermost what the go-sdk's
+// fastChain is newServer's receiving middleware (ps.receiving, the last
+// outermost) around the tool handler: innermost what the go-sdk's
 // Server.callTool does, with the profile's registered tools.
 func (g *Gateway) fastChain(ps *profileServer) mcp.MethodHandler {
-	core := func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	var h mcp.MethodHandler = func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		r := req.(*mcp.CallToolRequest)
 		if !ps.fastHas(r.Params.Name) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", r.Params.Name)}
@@ -595,7 +594,10 @@ func (g *Gateway) fastChain(ps *profileServer) mcp.MethodHandler {
 		}
 		return res, nil
 	}
-	return g.guard.middleware(ps.callComing(ps.trackLevels(core)))
+	for _, mw := range ps.receiving {
+		h = mw(h)
+	}
+	return h
 }
 
 // fastHas reports whether the profile's server has tool name registered.

@@ -67,14 +67,6 @@ type searchState struct {
 	hidden atomic.Pointer[map[string]bool]
 }
 
-// initSearch wires tool search into a new profile server: the Host's
-// configuration, and the middleware that serves tools/call of tools search
-// mode does not list.
-func (ps *profileServer) initSearch(g *Gateway) {
-	ps.search.config = g.h.Config
-	ps.srv.AddReceivingMiddleware(ps.callHidden)
-}
-
 // searchSync is called by sync with the profile's tools: in full mode it
 // removes the meta-tools (if registered) and returns tools; in search mode
 // it registers the meta-tools and returns the tools to list (those always

@@ -63,12 +63,16 @@ type profileServer struct {
 	g          *Gateway
 	codeFP     string
 	codeWarned bool
+
+	// receiving is the server's receiving middleware, in the order added
+	// (the last outermost), kept for the stdio fast path's chain.
+	receiving []mcp.Middleware
 }
 
 func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer {
 	ps := &profileServer{profile: profile, view: view, calls: &g.calls, pending: &g.pending,
 		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, served: map[string]bool{}}
-	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost gateway", Version: g.opts.Version}, &mcp.ServerOptions{
+	ps.srv = mcp.NewServer(g.impl(), &mcp.ServerOptions{
 		// Declared even while the profile has none of a kind: they may
 		// come, announced by list_changed.
 		Capabilities: &mcp.ServerCapabilities{
@@ -86,16 +90,21 @@ func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer 
 		SubscribeHandler:   ps.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
-	// The stdio fast path runs the same chain (fast.go fastChain): keep
-	// the two in step.
-	ps.srv.AddReceivingMiddleware(ps.trackLevels)
 	ps.coming = g.h.Coming
-	ps.g = g // code mode (codemode.go)
-	ps.srv.AddReceivingMiddleware(ps.callComing)
-	// Tool search (search.go): tools/call of tools search mode does not list.
-	ps.initSearch(g)
-	ps.srv.AddReceivingMiddleware(g.guard.middleware) // outermost: max_concurrent, versions (guard.go)
-	ps.srv.AddSendingMiddleware(g.notify.sending)     // broadcasts queued per session (notify.go)
+	ps.g = g                         // code mode (codemode.go)
+	ps.search.config = g.h.Config    // tool search (search.go)
+	ps.receiving = []mcp.Middleware{ // the last outermost; the stdio fast path runs the same (fast.go fastChain)
+		ps.trackLevels,
+		ps.callComing,
+		ps.callHidden,      // tool search: tools/call of tools search mode does not list
+		g.guard.middleware, // max_concurrent, versions (guard.go)
+	}
+	for _, mw := range ps.receiving {
+		// One at a time: each wraps the ones before it (one variadic
+		// call would make the first outermost instead).
+		ps.srv.AddReceivingMiddleware(mw)
+	}
+	ps.srv.AddSendingMiddleware(g.notify.sending) // broadcasts queued per session (notify.go)
 	if g.serve.Stateless {
 		ps.statelessLevel = "info"
 	}
