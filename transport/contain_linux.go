@@ -171,7 +171,12 @@ type procInitError struct {
 	msg   string
 }
 
-func (e *procInitError) Error() string { return "procfs shim: " + e.stage + ": " + e.msg }
+func (e *procInitError) Error() string {
+	if e.errno == 0 {
+		return "procfs shim: " + e.stage + ": " + e.msg
+	}
+	return "procfs shim: " + e.stage + ": " + e.msg + ": " + e.errno.Error()
+}
 
 func (e *procInitError) Unwrap() error {
 	if e.errno == 0 {

@@ -3,6 +3,10 @@
 // namespaces, it mounts a procfs of its PID namespace on /proc and
 // execve()s the server (see transport's contain_linux.go).
 //
+// With cgo (toolhost's builds) the shim is a C constructor that runs
+// before the Go runtime starts (procinit_cgo_linux.go); without cgo it is
+// this package's init (procinit_linux.go).
+//
 // It is a package of its own, importing only the standard library's
 // lowest layers, so that its init runs before the packages of the program
 // that are costly to initialise (the Go specification, "Package
@@ -18,7 +22,9 @@ const Arg0 = "toolhost-procinit"
 // StatusFD is the child's descriptor of the status pipe (the parent's
 // cmd.ExtraFiles[0]). It is close-on-exec in the child: EOF on the read end
 // means the server's execve succeeded. On failure the child writes
-// "stage\x00errno\x00message" and exits with status 127; stage is
+// "stage\x00errno\x00message" and exits with status 127 (errno in decimal,
+// 0 for none; the message says what failed, without the errno's text,
+// which the parent adds); stage is
 // "namespace" or "mount" (the containment level is not allowed here) or
 // "exec" (the server cannot be executed).
 const StatusFD = 3

@@ -41,20 +41,20 @@ func run(flags, path string, argv []string) {
 	// their propagation, and a /proc mounted on a shared mount would
 	// propagate to the parent's namespace (mount_namespaces(7)).
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		fail("mount", err, "making / private: "+err.Error())
+		fail("mount", err, "making / private")
 	}
 	var err error = syscall.EPERM
 	if flags != FlagMountFault {
 		err = syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
 	}
 	if err != nil {
-		fail("mount", err, "mounting a procfs on /proc: "+err.Error())
+		fail("mount", err, "mounting a procfs on /proc")
 	}
 	if err := dropAmbientSysAdmin(); err != nil {
-		fail("namespace", err, "dropping CAP_SYS_ADMIN: "+err.Error())
+		fail("namespace", err, "dropping CAP_SYS_ADMIN")
 	}
 	err = syscall.Exec(path, argv, syscall.Environ())
-	fail("exec", err, err.Error())
+	fail("exec", err, "execve")
 }
 
 func fail(stage string, err error, msg string) {
