@@ -37,7 +37,7 @@ func (c *Config) UnmatchedGlobs() []*Error {
 	var prefixes []string
 	for _, b := range c.Backends() {
 		if p := ToolPrefix(b, c.BackendPrefix(b)); p != "" {
-			prefixes = append(prefixes, invalidToolNameChars.ReplaceAllString(p, "_"))
+			prefixes = append(prefixes, toolNameChars(p))
 		}
 	}
 	slices.Sort(prefixes)

@@ -5,6 +5,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -122,7 +123,7 @@ func FuzzGlobMayMatchPrefixed(f *testing.F) {
 	f.Fuzz(func(t *testing.T, glob, name string) {
 		// As Load allows: globs of name characters and glob syntax, over
 		// names of A-Z a-z 0-9 _ -.
-		if len(glob) > 64 || len(name) > 64 || !doublestar.ValidatePattern(glob) || strings.Trim(glob, nameGlobChars) != "" || invalidToolNameChars.MatchString(name) {
+		if len(glob) > 64 || len(name) > 64 || !doublestar.ValidatePattern(glob) || strings.Trim(glob, nameGlobChars) != "" || toolNameChars(name) != name {
 			return
 		}
 		ok, err := doublestar.Match(glob, name)
@@ -133,6 +134,21 @@ func FuzzGlobMayMatchPrefixed(f *testing.F) {
 			if !globMayMatchPrefixed(glob, name[:i]) {
 				t.Fatalf("glob %q matches %q but is said to match nothing with prefix %q", glob, name, name[:i])
 			}
+		}
+	})
+}
+
+// FuzzToolNameChars: the loop that replaced a regular expression (issue
+// 26: no regexp compiled at init) replaces exactly what
+// `[^A-Za-z0-9_-]` matched, invalid UTF-8 included.
+func FuzzToolNameChars(f *testing.F) {
+	re := regexp.MustCompile(`[^A-Za-z0-9_-]`)
+	for _, s := range []string{"", "fs__read", "a b/c", "é-ü", "\xff\xfeab", "x\u2028y", "github.com/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := toolNameChars(s), re.ReplaceAllString(s, "_"); got != want {
+			t.Fatalf("toolNameChars(%q) = %q, want %q", s, got, want)
 		}
 	})
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
 	"strings"
 )
 
@@ -15,9 +14,34 @@ import (
 // shortens a longer one.
 const MaxToolName = 64
 
-// invalidToolNameChars are the characters ToolName replaces with "_": all
-// but [A-Za-z0-9_-].
-var invalidToolNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+// toolNameChars replaces every character of s outside [A-Za-z0-9_-] with
+// "_" (one "_" per character; an invalid UTF-8 byte is one character).
+func toolNameChars(s string) string {
+	ok := true
+	for i := 0; i < len(s); i++ {
+		if !toolNameByte(s[i]) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if r < 0x80 && toolNameByte(byte(r)) {
+			b.WriteByte(byte(r))
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+func toolNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
 
 // ToolPrefix returns the prefix of the catalogue names of backend's tools:
 // *prefix when the backend's table sets one (the prefix key of
@@ -37,7 +61,7 @@ func ToolPrefix(backend string, prefix *string) string {
 // MaxToolName bytes shortened to 55 bytes + "_" + the first 8 hex digits of
 // the SHA-256 of prefix + tool, so that it stays unique and stable.
 func ToolName(prefix, tool string) string {
-	full := invalidToolNameChars.ReplaceAllString(prefix+tool, "_")
+	full := toolNameChars(prefix + tool)
 	if len(full) > MaxToolName {
 		sum := sha256.Sum256([]byte(prefix + tool))
 		full = full[:55] + "_" + hex.EncodeToString(sum[:4])
@@ -50,7 +74,7 @@ func ToolName(prefix, tool string) string {
 // listed its tools: name begins with the prefix as ToolName writes it and is
 // longer. Every name may belong to a backend with prefix "" (except "").
 func MayOwnToolName(prefix, name string) bool {
-	p := invalidToolNameChars.ReplaceAllString(prefix, "_")
+	p := toolNameChars(prefix)
 	return strings.HasPrefix(name, p) && len(name) > len(p)
 }
 

@@ -43,7 +43,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -56,6 +55,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host/store"
+	"github.com/toolhost/toolhost/internal/lazyre"
 	"github.com/toolhost/toolhost/internal/serverlog"
 	"github.com/toolhost/toolhost/transport"
 )
@@ -68,7 +68,7 @@ const DefaultStartupTimeout = config.DefaultStartupTimeout
 
 // ToolNamePattern is what every catalogue name matches, so names pass
 // unchanged to LLM function-calling APIs.
-var ToolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var ToolNamePattern = lazyre.New(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Options configures a Host. Nil and the zero value are valid.
 type Options struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
@@ -14,7 +15,8 @@ import (
 	"golang.org/x/text/message"
 )
 
-var printer = message.NewPrinter(language.English)
+// printer is built at its first use (language tables: not at init).
+var printer = sync.OnceValue(func() *message.Printer { return message.NewPrinter(language.English) })
 
 // noLoader refuses every $ref outside the schema itself: a tool's schema
 // comes from its backend and must not make the host read files or the
@@ -104,7 +106,7 @@ func describeInvalid(root string, err error) string {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			msgs = append(msgs, fieldPath(root, e.InstanceLocation)+": "+e.ErrorKind.LocalizedString(printer))
+			msgs = append(msgs, fieldPath(root, e.InstanceLocation)+": "+e.ErrorKind.LocalizedString(printer()))
 			return
 		}
 		for _, c := range e.Causes {

@@ -11,10 +11,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 
 	"golang.org/x/oauth2"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // TokenKey names one stored token: the backend's name and the URL of its MCP
@@ -95,7 +96,7 @@ func DefaultTokenDir() (string, error) {
 	return filepath.Join(dir, "toolhost", "tokens"), nil
 }
 
-var fileSafeName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var fileSafeName = lazyre.New(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Path returns the file key's token is kept in.
 func (s *FileTokenStore) Path(key TokenKey) (string, error) {

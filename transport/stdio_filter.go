@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 func (s *Stdio) protocolError() error {
@@ -158,7 +159,7 @@ func (o *overlong) add(chunk []byte) {
 
 // idAtEnd matches a top-level "id" member that ends the object (servers
 // that write the id last, as the TypeScript SDK does).
-var idAtEnd = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*}\s*$`)
+var idAtEnd = lazyre.New(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*}\s*$`)
 
 // findID finds the line's top-level "id": among the members before
 // "result" or "error" in its head, else as the last member in its tail.

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // DefaultMaxDeclarations bounds the TypeScript declarations in run_code's
@@ -56,7 +57,7 @@ func Tool(tools []*mcp.Tool, search bool, maxDecl int) *mcp.Tool {
 	}
 }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+var identRE = lazyre.New(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
 // key is a property or method name as TypeScript writes it.
 func key(name string) string {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // The REST API's handlers (see routes.go for the table, the caller and
@@ -99,7 +99,7 @@ const (
 
 // vendorToolName is what OpenAI's function names and Anthropic's tool
 // names accept.
-var vendorToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var vendorToolName = lazyre.New(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // SkippedTool is a tool left out of a listing in another format, and why.
 type SkippedTool struct {

@@ -34,13 +34,19 @@ import (
 //go:embed dashboard
 var dashboardFiles embed.FS
 
+// The page templates are parsed at their first use, not at init: every
+// toolhost command links this package (issue 26, item 3).
 var (
-	pageTmpl = template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
-		"ms":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-		"uptime": formatUptime,
-		"when":   func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	}).ParseFS(dashboardFiles, "dashboard/index.html.tmpl"))
-	loginTmpl = template.Must(template.ParseFS(dashboardFiles, "dashboard/login.html.tmpl"))
+	pageTmpl = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("index.html.tmpl").Funcs(template.FuncMap{
+			"ms":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+			"uptime": formatUptime,
+			"when":   func(t time.Time) string { return t.UTC().Format("15:04:05") },
+		}).ParseFS(dashboardFiles, "dashboard/index.html.tmpl"))
+	})
+	loginTmpl = sync.OnceValue(func() *template.Template {
+		return template.Must(template.ParseFS(dashboardFiles, "dashboard/login.html.tmpl"))
+	})
 )
 
 const (
@@ -186,7 +192,7 @@ func (g *Gateway) dashboardAuth(next http.Handler) http.Handler {
 func loginPage(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	_ = loginTmpl.Execute(w, map[string]string{"Message": msg})
+	_ = loginTmpl().Execute(w, map[string]string{"Message": msg})
 }
 
 // login takes the token of a [serve.clients.NAME] from a form (field
@@ -341,7 +347,7 @@ func (g *Gateway) dashboard(w http.ResponseWriter, r *http.Request) {
 		p.Tools = append(p.Tools, pageTool{Name: t.Name, Backend: t.Backend, Description: t.Description, toolStat: stats[t.Name]})
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pageTmpl.Execute(w, p); err != nil {
+	if err := pageTmpl().Execute(w, p); err != nil {
 		g.logger.Warn("dashboard: rendering the page", "error", err)
 	}
 }

@@ -11,11 +11,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // writeRPCError answers with a JSON-RPC error response (JSON-RPC 2.0 §5)
@@ -134,7 +135,7 @@ func scanMessage(dec *json.Decoder) (method string, id json.RawMessage, ok bool,
 	return method, id, true, checkID(id)
 }
 
-var plainInteger = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+var plainInteger = lazyre.New(`^-?(0|[1-9][0-9]*)$`)
 
 // checkID returns an error unless id, a request's id as sent, is one the
 // gateway echoes exactly: MCP 2025-11-25 basic ("Requests") allows a string

@@ -59,6 +59,17 @@ func (r *Regexp) MatchString(s string) bool { return r.re().MatchString(s) }
 // FindStringSubmatch is (*regexp.Regexp).FindStringSubmatch.
 func (r *Regexp) FindStringSubmatch(s string) []string { return r.re().FindStringSubmatch(s) }
 
+// FindString is (*regexp.Regexp).FindString.
+func (r *Regexp) FindString(s string) string { return r.re().FindString(s) }
+
+// FindSubmatch is (*regexp.Regexp).FindSubmatch.
+func (r *Regexp) FindSubmatch(b []byte) [][]byte { return r.re().FindSubmatch(b) }
+
+// ReplaceAllStringFunc is (*regexp.Regexp).ReplaceAllStringFunc.
+func (r *Regexp) ReplaceAllStringFunc(src string, repl func(string) string) string {
+	return r.re().ReplaceAllStringFunc(src, repl)
+}
+
 // ReplaceAllString is (*regexp.Regexp).ReplaceAllString.
 func (r *Regexp) ReplaceAllString(src, repl string) string { return r.re().ReplaceAllString(src, repl) }
 

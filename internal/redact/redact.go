@@ -5,8 +5,9 @@ package redact
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // Mask replaces each hidden part.
@@ -52,7 +53,7 @@ func clipRaw(raw string) string {
 	return raw
 }
 
-var urlIn = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>` + "`" + `]+`)
+var urlIn = lazyre.New(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>` + "`" + `]+`)
 
 // Text returns s with every URL in it passed through URL (an error message
 // of net/http quotes the request URL, query and all).
