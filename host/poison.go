@@ -2,12 +2,14 @@ package host
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
+
+	"github.com/toolhost/toolhost/internal/lazyre"
 )
 
 // Tool-poisoning warnings (issue 25, item 6). A tool's description is read
@@ -25,7 +27,7 @@ import (
 // tools rather than describing the tool.
 type poisonPattern struct {
 	id  string // short name, in the warning
-	re  *regexp.Regexp
+	re  *lazyre.Regexp
 	why string
 }
 
@@ -33,17 +35,17 @@ type poisonPattern struct {
 // poison_test.go, and none matches the bundled plugins' or the reference
 // servers' descriptions).
 var poisonPatterns = []poisonPattern{
-	{"tag", regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin)\s*>`),
+	{"tag", lazyre.New(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin)\s*>`),
 		"a tag that addresses the model (like <IMPORTANT>)"},
-	{"ignore-instructions", regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(of\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|directions|messages)`),
+	{"ignore-instructions", lazyre.New(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(of\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|directions|messages)`),
 		"it tells the model to ignore its instructions"},
-	{"hide-from-user", regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never)\s+(tell|mention|inform|notify|alert|show|reveal|disclose)\s+(this\s+|it\s+|anything\s+)?(to\s+)?the\s+user`),
+	{"hide-from-user", lazyre.New(`(?i)\b(do\s+not|don'?t|never)\s+(tell|mention|inform|notify|alert|show|reveal|disclose)\s+(this\s+|it\s+|anything\s+)?(to\s+)?the\s+user`),
 		"it tells the model to keep something from the user"},
-	{"before-other-tools", regexp.MustCompile(`(?i)\b(before|prior\s+to|instead\s+of)\s+(using|calling|invoking|running)\s+(any|this|the|every|all)\s+(other\s+)?tools?`),
+	{"before-other-tools", lazyre.New(`(?i)\b(before|prior\s+to|instead\s+of)\s+(using|calling|invoking|running)\s+(any|this|the|every|all)\s+(other\s+)?tools?`),
 		"it gives orders about other tools"},
-	{"system-prompt", regexp.MustCompile(`(?i)\bsystem\s+(prompt|message|instructions)\b`),
+	{"system-prompt", lazyre.New(`(?i)\bsystem\s+(prompt|message|instructions)\b`),
 		"it talks about the model's system prompt"},
-	{"secrets", regexp.MustCompile(`(?i)(~/\.ssh|\bid_(rsa|ed25519|ecdsa)\b|\.aws/credentials|~/\.cursor/mcp\.json|claude_desktop_config\.json)`),
+	{"secrets", lazyre.New(`(?i)(~/\.ssh|\bid_(rsa|ed25519|ecdsa)\b|\.aws/credentials|~/\.cursor/mcp\.json|claude_desktop_config\.json)`),
 		"it names credential files"},
 }
 
@@ -236,4 +238,22 @@ func (h *Host) ToolWarnings() []string {
 // the cross-backend checks): name is its catalogue name, t its definition.
 func ToolPoisonWarnings(name, backend string, t *mcp.Tool) []string {
 	return toolWarnings(name, backend, t)
+}
+
+// WarmUp compiles what the first catalogue build of a process needs and
+// would otherwise compile on its way — the JSON Schema draft 2020-12
+// metaschemas (the draft of tool schemas that name none; ≈1.5 ms) and the
+// tool-poisoning patterns —, so that a caller can run it on a goroutine of
+// its own while its backends start (`toolhost call` does: issue 26, item
+// 3). It is safe to call concurrently with the Host and more than once;
+// later calls cost little.
+func WarmUp() {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("toolhost:///warm.json", map[string]any{}); err == nil {
+		_, _ = c.Compile("toolhost:///warm.json")
+	}
+	for _, p := range poisonPatterns {
+		p.re.Regexp()
+	}
 }

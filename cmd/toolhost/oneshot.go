@@ -5,7 +5,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
+	"github.com/toolhost/toolhost/host"
 )
 
 // oneShotGCPercent is the garbage collector's target percentage (GOGC) of
@@ -55,24 +55,22 @@ func commandOf(args []string) string {
 	return ""
 }
 
-// warmSchemas compiles, on a goroutine of its own, the JSON Schema draft
-// 2020-12 metaschema (the draft of tool schemas that name none), which the
-// host needs before it can compile a started backend's tool schemas: about
-// 2 ms of CPU that a one-shot call would otherwise spend after the
-// backend's tools/list, while here it overlaps the backend's start (its
-// process's start and initialize). The host's compilation waits for this
-// one if it is still running (the patched jsonschema compiles a draft's
-// metaschemas once, internal/jsonschemav6). The caller must call wait
-// before it returns, so that the goroutine does not outlive it.
+// warmSchemas runs host.WarmUp on a goroutine of its own: the JSON Schema
+// draft 2020-12 metaschema (the draft of tool schemas that name none) and
+// the tool-poisoning patterns, which the host needs before it can build the
+// catalogue of a started backend: about 2 ms of CPU that a one-shot call
+// would otherwise spend after the backend's tools/list, while here it
+// overlaps the backend's start (its process's start and initialize). The
+// host's compilation waits for this one if it is still running (the
+// patched jsonschema compiles a draft's metaschemas once,
+// internal/jsonschemav6; a lazyre expression compiles once). The caller
+// must call wait before it returns, so that the goroutine does not outlive
+// it.
 func warmSchemas() (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c := jsonschema.NewCompiler()
-		c.DefaultDraft(jsonschema.Draft2020)
-		if err := c.AddResource("toolhost:///warm.json", map[string]any{}); err == nil {
-			_, _ = c.Compile("toolhost:///warm.json")
-		}
+		host.WarmUp()
 	}()
 	return func() { <-done }
 }
