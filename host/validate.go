@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
@@ -50,45 +48,19 @@ func compileTool(name string, t *mcp.Tool) compiledTool {
 // prefix makes their catalogue names), stopping with ctx's error when it
 // is done: a start compiles under its startup_timeout, so a backend with
 // a huge catalogue cannot stall the host past it (a list is capped at
-// transport.MaxTools tools). The tools are compiled on up to
-// GOMAXPROCS goroutines (at most maxCompilers), which it waits for: the
-// backend's start waits on this, and each schema is independent.
+// transport.MaxTools tools).
 func compileTools(ctx context.Context, prefix string, tools []*mcp.Tool) (map[string]compiledTool, error) {
-	compiled := make([]compiledTool, len(tools))
-	workers := min(runtime.GOMAXPROCS(0), maxCompilers, (len(tools)+1)/2)
-	var next atomic.Int64
-	var stopped atomic.Bool
-	work := func() {
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= len(tools) || stopped.Load() {
-				return
-			}
-			if i%16 == 0 && ctx.Err() != nil {
-				stopped.Store(true)
-				return
-			}
-			compiled[i] = compileTool(catalogueName(prefix, tools[i].Name), tools[i])
-		}
-	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
-	if err := ctx.Err(); err != nil && stopped.Load() {
-		return nil, fmt.Errorf("compiling the schemas of %d tools: %w", len(tools), err)
-	}
 	out := make(map[string]compiledTool, len(tools))
 	for i, t := range tools {
-		out[t.Name] = compiled[i]
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("compiling the schemas of %d tools: %w", len(tools), err)
+			}
+		}
+		out[t.Name] = compileTool(catalogueName(prefix, t.Name), t)
 	}
 	return out, nil
 }
-
-// maxCompilers bounds compileTools' goroutines.
-const maxCompilers = 4
 
 // compileSchema compiles a tool's inputSchema or outputSchema (JSON Schema
 // draft 2020-12 unless its $schema names another draft, e.g. draft-07). A nil
