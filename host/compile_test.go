@@ -2,11 +2,16 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/testutil"
 )
 
 // TestCompileToolsIsBounded: a backend's schemas are compiled under its
@@ -37,5 +42,30 @@ func TestCompileToolsIsBounded(t *testing.T) {
 	cancel()
 	if _, err := compileTools(ctx, "p__", tools); !errors.Is(err, context.Canceled) {
 		t.Errorf("compileTools with a done context = %v; want its error", err)
+	}
+}
+
+// BenchmarkCompileTools compiles the 324 real tool definitions of
+// testdata/catalogue (one backend's worth, as a start does); -cpu 1,2
+// compares one compiling goroutine with two:
+//
+//	go test -run '^$' -bench CompileTools -cpu 1,2 -count 6 ./host/
+func BenchmarkCompileTools(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(testutil.Root(), "testdata", "catalogue", "tools.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tools []*mcp.Tool
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := compileTools(context.Background(), "p__", tools); err != nil { // the metaschemas
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(tools)), "tools")
+	for b.Loop() {
+		if _, err := compileTools(context.Background(), "p__", tools); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
