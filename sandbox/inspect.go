@@ -44,6 +44,11 @@ type Needs struct {
 	Files   bool `json:"files"`   // imports WASI path_* functions: grant allowed_paths
 	Vars    bool `json:"vars"`    // imports var_get/var_set (per-instance state)
 	Logging bool `json:"logging"` // imports log_* functions
+	// Tools: imports toolhost:host/tools (call, search: the catalogue's
+	// tools from inside the plugin), which only a plugin given
+	// PluginOptions.Tools can use — code mode's runner; any other gets
+	// not_granted from every call.
+	Tools bool `json:"tools"`
 }
 
 // Report is what Inspect learned about a module.
@@ -142,6 +147,8 @@ func Inspect(ctx context.Context, path string, opts *InspectOptions) (*Report, e
 			r.Needs.Logging = true
 		case im.Module == "wasi_snapshot_preview1" && strings.HasPrefix(im.Name, "path_"):
 			r.Needs.Files = true
+		case im.Module == toolsModule:
+			r.Needs.Tools = true
 		}
 	}
 	if r.ABI, err = detectABI(mod); err != nil {

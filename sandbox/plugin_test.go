@@ -239,7 +239,7 @@ func TestInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ABI != ABIv2 || len(r.Tools) != 8 || !r.Resources || !r.Prompts || !r.Needs.Config || r.Needs.HTTP || !r.Needs.Logging {
+	if r.ABI != ABIv2 || len(r.Tools) != 8 || !r.Resources || !r.Prompts || !r.Needs.Config || r.Needs.HTTP || !r.Needs.Logging || r.Needs.Tools {
 		t.Errorf("report %+v", r)
 	}
 	if strings.Join(r.ConfigKeys, ",") != "echo_prefix" {
@@ -252,6 +252,10 @@ func TestInspect(t *testing.T) {
 	r, err = Inspect(context.Background(), fixture(t, "escape"), &InspectOptions{Engine: e})
 	if err != nil || !r.Needs.Files {
 		t.Errorf("escape: %+v %v", r, err)
+	}
+	r, err = Inspect(context.Background(), fixture(t, "hosttools"), &InspectOptions{Engine: e})
+	if err != nil || !r.Needs.Tools {
+		t.Errorf("hosttools: %+v %v", r, err)
 	}
 }
 

@@ -94,6 +94,7 @@ func (c *cli) printReport(r *sandbox.Report) {
 		{r.Needs.Config, "config"},
 		{r.Needs.Vars, "vars"},
 		{r.Needs.Logging, "logging"},
+		{r.Needs.Tools, "host tools (toolhost:host/tools: granted to code mode's runner only)"},
 	} {
 		if n.on {
 			needs = append(needs, n.text)
