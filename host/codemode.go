@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,7 +41,8 @@ func NewCorrelationID() string { return store.NewID() }
 // have records of their own, naming it as their Parent). The record is a
 // tools/call's: Profile profile, Client and CorrelationID from ctx
 // (WithClient, WithCorrelationID), Tool tool, Backend backend, Decision
-// "allow" by Rule rule, the hash and redacted copy of args (a JSON object),
+// "allow" by Rule rule — or "deny" by the limit when err is a
+// *RateLimitedError (View.TakeRate) —, the hash and redacted copy of args (a JSON object),
 // the Outcome of res and err (as for any call), LatencyMS since start and
 // ResultBytes the size of res's JSON encoding. Nothing is written when
 // auditing is off.
@@ -50,6 +52,9 @@ func (h *Host) AuditCall(ctx context.Context, profile, backend, tool, rule strin
 	}
 	rec := &AuditRecord{Time: start.UTC(), Profile: profile, Client: clientOf(ctx), Tool: tool, Backend: backend,
 		Decision: "allow", Rule: rule, CorrelationID: correlationOf(ctx), Parent: parentOf(ctx)}
+	if rl := (*RateLimitedError)(nil); errors.As(err, &rl) {
+		rec.Decision, rec.Rule = "deny", rl.Limit // as rateLayer audits a refusal
+	}
 	a := newArgs(args)
 	if v, verr := a.value(); verr == nil {
 		canonical, redacted := canonicalArgs(v, h.audit, len(args))

@@ -352,3 +352,34 @@ func (r *rateLimits) takeLocal(bs []*rateBucket) error {
 	}
 	return nil
 }
+
+// TakeRate takes one token for a call of tool that the gateway serves
+// above the pipeline (code mode's run_code, issue 27), from the buckets a
+// catalogue call by ctx's client (WithClient) through v would take from:
+// the client's [serve.clients.NAME] rate, the profile's [profiles.NAME]
+// rate and [tools.TOOL] rate when one is set for that name (from all of
+// them or from none, as a catalogue call). It returns nil when no limit
+// applies or every one has a token, else a *RateLimitedError
+// (ErrRateLimited) naming the first limit that refused. The calls that
+// such a tool makes through v take tokens of their own: a code mode run
+// with three inner calls costs four.
+func (v *View) TakeRate(ctx context.Context, tool string) error {
+	return v.h.takeRateFor(ctx, v.name, tool)
+}
+
+// TakeRate is View.TakeRate for the Host's own view (no profile).
+func (h *Host) TakeRate(ctx context.Context, tool string) error { return h.takeRateFor(ctx, "", tool) }
+
+func (h *Host) takeRateFor(ctx context.Context, profile, tool string) error {
+	t := h.rates.current(h.config())
+	if t.empty {
+		return nil
+	}
+	o := &op{req: request{method: "tools/call", profile: profile, name: tool}}
+	var arr [3]*rateBucket
+	bs := t.buckets(ctx, o, &arr)
+	if len(bs) == 0 {
+		return nil
+	}
+	return h.takeRate(ctx, bs)
+}

@@ -152,7 +152,18 @@ func (ps *profileServer) runCode(ctx context.Context, req *mcp.CallToolRequest) 
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	res, err := ps.runProgram(ctx, raw)
+	// A run is a call of the client's: it takes a token of its rate
+	// limits, as each of its inner calls does.
+	var res *mcp.CallToolResult
+	var err error
+	if r, ok := ps.view.(interface {
+		TakeRate(context.Context, string) error
+	}); ok { // *host.Host, *host.View
+		err = r.TakeRate(ctx, codemode.ToolName)
+	}
+	if err == nil {
+		res, err = ps.runProgram(ctx, raw)
+	}
 	ps.g.h.AuditCall(ctx, ps.profile, "code_mode", codemode.ToolName, "code_mode", raw, res, err, start)
 	if err != nil {
 		return errorResult(err), nil

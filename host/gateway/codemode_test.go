@@ -412,3 +412,48 @@ return {names, sum: sum.structuredContent.sum};`)
 		t.Fatalf("searchTools in a full-catalogue profile: %s", resultTextOf(res))
 	}
 }
+
+// TestCodeModeRateLimit: a run_code call takes a token of its client's
+// rate, as its inner calls do: with alice at "2/m", a run with one inner
+// call costs two tokens, so the second run is refused (rate_limited, with
+// Retry-After in _meta) before its program runs, and audited as a denied
+// call under the limit. Without it, a client could spend the code mode
+// plugin's CPU without limit through programs that call no tool.
+func TestCodeModeRateLimit(t *testing.T) {
+	src := strings.Replace(codeModeSource(t), "[serve.clients.alice]\n", "[serve.clients.alice]\nrate = \"2/m\"\n", 1)
+	f := start(t, src)
+	url := serveLoopback(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cs, err := connectHTTP(ctx, url, "alice-token-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	program := map[string]any{"code": `const r = await tools.fx__add({a: 1, b: 2}); return r.structuredContent.sum`}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: program})
+	if err != nil || res.IsError {
+		t.Fatalf("first run: %v %q", err, resultTextOf(res))
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": `return "ran"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || res.Meta[host.MetaErrorKind] != string(host.KindRateLimited) || res.Meta[host.MetaRetryAfter] == nil ||
+		!strings.Contains(resultTextOf(res), `serve.clients.alice.rate "2/m"`) {
+		t.Fatalf("second run: %q meta %v, want refused by alice's rate", resultTextOf(res), res.Meta)
+	}
+	var denied host.AuditRecord
+	testutil.Eventually(t, waitTimeout, func() bool {
+		for _, r := range f.records() {
+			if r.Tool == "run_code" && r.Decision == "deny" {
+				denied = r
+				return true
+			}
+		}
+		return false
+	})
+	if denied.Rule != `serve.clients.alice.rate "2/m"` || denied.Outcome != host.OutcomeRateLimited || denied.Client != "alice" {
+		t.Fatalf("refused run's record %+v", denied)
+	}
+}
