@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -117,20 +118,45 @@ func (c *cli) approveCmd(args []string) int {
 	if u, err := user.Current(); err == nil {
 		by = "cli:" + u.Username
 	}
-	for _, p := range waiting {
-		ok, err := db.ApprovePin(ctx, p.Tool, p.PendingHash, by)
-		switch {
-		case err != nil:
-			fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
-			code = exitCallError
-		case !ok:
-			fmt.Fprintf(c.stderr, "toolhost: %s: its definition changed again (or was approved) since it was read; run toolhost approve --diff again\n", esc(p.Tool))
-			code = exitCallError
-		case !*asJSON:
-			fmt.Fprintf(c.stdout, "approved %s (%s, sha256 %s)\n", esc(p.Tool), esc(p.Backend), p.PendingHash[:min(12, len(p.PendingHash))])
+	return c.approvePins(db, waiting, by, *asJSON, code)
+}
+
+// approvePins approves each of waiting through a Host whose backends stay
+// stopped (Host.ApproveTool, on db), so that every approval is audited as
+// the REST API's is: an "admin/approve_tool" record and log line naming
+// the tool, with by as its client. code is the exit status so far.
+func (c *cli) approvePins(db *store.DB, waiting []store.Pin, by string, quiet bool, code int) int {
+	if len(waiting) == 0 {
+		return code
+	}
+	c.prepare = func(cfg *config.Config) {
+		for _, s := range cfg.Servers {
+			s.Start = config.StartLazy
+		}
+		for _, p := range cfg.Plugins {
+			p.Start = config.StartLazy
 		}
 	}
-	return code
+	c.hostOpts = func(opts *host.Options) { opts.Store = db }
+	c.callOnly = true
+	hostCode := c.withHost(func(ctx context.Context, h *host.Host) int {
+		ctx = host.WithClient(ctx, by)
+		for _, p := range waiting {
+			err := h.ApproveTool(ctx, p.Tool, p.PendingHash, by)
+			switch {
+			case errors.Is(err, host.ErrNothingToApprove):
+				fmt.Fprintf(c.stderr, "toolhost: %s: its definition changed again (or was approved) since it was read; run toolhost approve --diff again\n", esc(p.Tool))
+				code = exitCallError
+			case err != nil:
+				fmt.Fprintf(c.stderr, "toolhost: %s\n", esc(err))
+				code = exitCallError
+			case !quiet:
+				fmt.Fprintf(c.stdout, "approved %s (%s, sha256 %s)\n", esc(p.Tool), esc(p.Backend), p.PendingHash[:min(12, len(p.PendingHash))])
+			}
+		}
+		return code
+	})
+	return hostCode
 }
 
 // pinJSON is one waiting definition in approve --json.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +27,7 @@ func TestApproveCLI(t *testing.T) {
 	cfg := writeConfig(t, `
 [host]
 pin = "trust-first"
+audit_log = "`+filepath.Join(dir, "audit.jsonl")+`"
 
 [store]
 url = "sqlite://`+filepath.Join(dir, "toolhost.db")+`"
@@ -83,6 +86,19 @@ args = ["-describe", "`+desc+`"]
 	}
 	if _, out, _ = runCLI("--config", cfg, "tools"); !strings.Contains(out, "fx__echo") {
 		t.Fatalf("approved tool not listed:\n%s", out)
+	}
+	// The approval is audited as the REST API's is: who approved which tool.
+	var approved []map[string]any
+	audit, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	for _, line := range strings.Split(strings.TrimSpace(string(audit)), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["op"] == "admin/approve_tool" {
+			approved = append(approved, rec)
+		}
+	}
+	if len(approved) != 1 || approved[0]["tool"] != "fx__echo" || approved[0]["outcome"] != "ok" ||
+		!strings.HasPrefix(fmt.Sprint(approved[0]["client"]), "cli") {
+		t.Fatalf("audit records of the approval: %v\n%s", approved, audit)
 	}
 	code, out, _ = runCLI("--config", cfg, "approve", "--json")
 	if code != 0 || strings.TrimSpace(out) != "[]" {
