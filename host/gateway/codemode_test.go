@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -455,5 +457,14 @@ func TestCodeModeRateLimit(t *testing.T) {
 	})
 	if denied.Rule != `serve.clients.alice.rate "2/m"` || denied.Outcome != host.OutcomeRateLimited || denied.Client != "alice" {
 		t.Fatalf("refused run's record %+v", denied)
+	}
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), "\nmcp_rate_limited_total 1\n") {
+		t.Errorf("/metrics does not count the refusal:\n%s", metrics)
 	}
 }

@@ -359,6 +359,7 @@ func TestHTTPTokensAndProfiles(t *testing.T) {
 				`mcp_invocations_total{backend="fx",outcome="ok",profile="",tool="fx__stats"} 1`,
 				`mcp_backend_state{backend="fx",state="ready"} 1`,
 				`mcp_invocation_latency_ms_count{backend="fx",profile="review",tool="fx__echo"} 1`,
+				"mcp_rate_limited_total 0", "mcp_rate_store_fallbacks_total 0", "mcp_rate_store_down 0",
 			} {
 				if !strings.Contains(string(metrics), want) {
 					t.Errorf("/metrics lacks %s", want)

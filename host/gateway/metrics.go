@@ -149,13 +149,20 @@ var (
 	stateDesc    = prometheus.NewDesc("mcp_backend_state", "1 for the backend's current state, else 0.", []string{"backend", "state"}, nil)
 	restartsDesc = prometheus.NewDesc("mcp_backend_restarts", "Restarts of the backend since the host started.", []string{"backend"}, nil)
 	toolsDesc    = prometheus.NewDesc("mcp_backend_tools", "Tools the backend has in the catalogue.", []string{"backend"}, nil)
-	allStates    = []host.State{host.StateIdle, host.StateStarting, host.StateReady, host.StateRestarting, host.StateFailed, host.StateNeedsLogin, host.StateDisabled, host.StateClosed}
+	// The rate layer's counters (host.RateStats), read at every scrape.
+	rateRefusedDesc   = prometheus.NewDesc("mcp_rate_limited_total", "Calls refused by a rate limit since the host started.", nil, nil)
+	rateFallbacksDesc = prometheus.NewDesc("mcp_rate_store_fallbacks_total", "Calls decided by this replica's own rate buckets because the shared store did not answer in time.", nil, nil)
+	rateDownDesc      = prometheus.NewDesc("mcp_rate_store_down", "1 while the last access to the shared store's rate buckets failed, else 0.", nil, nil)
+	allStates         = []host.State{host.StateIdle, host.StateStarting, host.StateReady, host.StateRestarting, host.StateFailed, host.StateNeedsLogin, host.StateDisabled, host.StateClosed}
 )
 
 func (c backendCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- stateDesc
 	ch <- restartsDesc
 	ch <- toolsDesc
+	ch <- rateRefusedDesc
+	ch <- rateFallbacksDesc
+	ch <- rateDownDesc
 }
 
 func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
@@ -176,6 +183,14 @@ func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.GaugeValue, float64(st.Restarts), st.Name)
 		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(st.Tools), st.Name)
 	}
+	rs := h.RateStats()
+	down := 0.0
+	if rs.StoreDown {
+		down = 1
+	}
+	ch <- prometheus.MustNewConstMetric(rateRefusedDesc, prometheus.CounterValue, float64(rs.Refused))
+	ch <- prometheus.MustNewConstMetric(rateFallbacksDesc, prometheus.CounterValue, float64(rs.StoreFallbacks))
+	ch <- prometheus.MustNewConstMetric(rateDownDesc, prometheus.GaugeValue, down)
 }
 
 // sessionDropped counts one session dropped for reason (notify.go).
