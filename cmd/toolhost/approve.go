@@ -344,8 +344,11 @@ func isTagRune(r rune) bool { return r >= 0xE0000 && r <= 0xE007F }
 
 // printPinStatus prints the tools quarantined by pinning and the
 // tool-poisoning warnings of h (toolhost status, check --profile).
-func printPinStatus(w io.Writer, h *host.Host) {
-	q := h.Quarantined()
+func printPinStatus(w io.Writer, h *host.Host) { printQuarantine(w, h.Quarantined(), h.ToolWarnings()) }
+
+// printQuarantine prints the quarantined tools q as a table and the
+// tool-poisoning warnings, every string escaped for the terminal.
+func printQuarantine(w io.Writer, q []host.QuarantinedTool, warnings []string) {
 	if len(q) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -355,7 +358,7 @@ func printPinStatus(w io.Writer, h *host.Host) {
 		}
 		tw.Flush()
 	}
-	for _, msg := range h.ToolWarnings() {
+	for _, msg := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", safeLine(msg))
 	}
 }

@@ -14,9 +14,11 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/gateway"
 )
 
 // The remote CLI: `toolhost status|reload|restart ... --url URL` talk to
@@ -247,6 +249,7 @@ func (c *cli) remoteStatus(r *remote, asJSON bool, watch time.Duration) int {
 			}
 		} else {
 			printStatus(c.stdout, st)
+			c.remoteStoreAndPins(r)
 		}
 		if watch == 0 {
 			return exitOK
@@ -258,6 +261,29 @@ func (c *cli) remoteStatus(r *remote, asJSON bool, watch time.Duration) int {
 			if !asJSON {
 				fmt.Fprintln(c.stdout)
 			}
+		}
+	}
+}
+
+// remoteStoreAndPins prints, under a remote status, what the local status
+// prints there: the store (GET /api/v1/store) when the serve has one, and
+// its quarantined tools and tool-poisoning warnings (GET /api/v1/pins). A
+// serve that answers neither (an older one, or pins with no store: 503)
+// prints nothing more; the status itself was shown.
+func (c *cli) remoteStoreAndPins(r *remote) {
+	ctx, cancel := remoteCtx()
+	defer cancel()
+	defer r.hc.CloseIdleConnections()
+	if resp, err := r.do(ctx, http.MethodGet, "/api/v1/store"); err == nil && resp.status == http.StatusOK {
+		var ss host.StoreStatus
+		if json.Unmarshal(resp.body, &ss) == nil && ss.URL != "" {
+			printStoreStatus(tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0), ss)
+		}
+	}
+	if resp, err := r.do(ctx, http.MethodGet, "/api/v1/pins"); err == nil && resp.status == http.StatusOK {
+		var pl gateway.PinList
+		if json.Unmarshal(resp.body, &pl) == nil {
+			printQuarantine(c.stdout, pl.Quarantined, pl.Warnings)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/gateway"
 	"github.com/toolhost/toolhost/internal/testutil"
 )
 
@@ -68,18 +69,30 @@ func TestRemoteStatus(t *testing.T) {
 	st := []host.BackendStatus{{Name: "fx", Kind: "stdio", State: host.StateReady, Pid: 42, Tools: 7, Health: host.HealthOff, Circuit: "closed"},
 		{Name: "br", Kind: "stdio", State: host.StateFailed, LastError: hostile}}
 	f := newFakeServe(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || r.URL.Path != "/api/v1/status" {
+		switch {
+		case r.Method != http.MethodGet:
 			apiErr(w, 404, "not_found", "no route")
-			return
+		case r.URL.Path == "/api/v1/status":
+			fakeJSON(w, 200, st)
+		case r.URL.Path == "/api/v1/store":
+			fakeJSON(w, 200, host.StoreStatus{URL: "postgres://db/toolhost", Engine: "postgres", Mode: "shared", LastError: hostile})
+		case r.URL.Path == "/api/v1/pins":
+			fakeJSON(w, 200, gateway.PinList{Pins: []gateway.PinView{},
+				Quarantined: []host.QuarantinedTool{{Name: "fx__echo", Backend: "fx", Reason: "its description changed" + hostile}},
+				Warnings:    []string{"fx__add: " + hostile}})
+		default:
+			apiErr(w, 404, "not_found", "no route")
 		}
-		fakeJSON(w, 200, st)
 	})
 	t.Setenv("TOOLHOST_TOKEN", "secret-token-0123456789")
 	code, stdout, stderr := runCLI("status", "--url", f.URL+"/mcp")
 	if code != exitOK {
 		t.Fatalf("status --url: exit %d, stderr %q", code, stderr)
 	}
-	for _, want := range []string{"BACKEND", "fx", "stdio", "ready", "42", "br", "failed"} {
+	// And what the local status prints under the table: the store, the
+	// quarantined tools and the tool-poisoning warnings.
+	for _, want := range []string{"BACKEND", "fx", "stdio", "ready", "42", "br", "failed",
+		"store: postgres postgres://db/toolhost (shared)", "QUARANTINED TOOL", "fx__echo", "its description changed", "warning: fx__add: "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("status --url printed no %q:\n%s", want, stdout)
 		}
@@ -87,7 +100,8 @@ func TestRemoteStatus(t *testing.T) {
 	if strings.ContainsAny(stdout, "\x1b\x07\r") || strings.Contains(stdout, "\nnext") {
 		t.Errorf("status --url printed the server's control characters raw: %q", stdout)
 	}
-	if got := f.requests(); !slices.Equal(got, []string{"GET /api/v1/status Bearer secret-token-0123456789"}) {
+	if got := f.requests(); !slices.Equal(got, []string{"GET /api/v1/status Bearer secret-token-0123456789",
+		"GET /api/v1/store Bearer secret-token-0123456789", "GET /api/v1/pins Bearer secret-token-0123456789"}) {
 		t.Errorf("requests = %q", got)
 	}
 
