@@ -136,7 +136,9 @@ func TestRemoteToken(t *testing.T) {
 	if code, _, stderr := runCLI("status", "--url", f.URL); code != exitOK {
 		t.Errorf("no token: exit %d, %s", code, stderr)
 	}
-	want := []string{"GET /api/v1/status Bearer other-token-0123456789", "GET /api/v1/status "}
+	// (status also asks for the store and the pins, with the same token.)
+	want := []string{"GET /api/v1/status Bearer other-token-0123456789", "GET /api/v1/store Bearer other-token-0123456789",
+		"GET /api/v1/pins Bearer other-token-0123456789", "GET /api/v1/status ", "GET /api/v1/store ", "GET /api/v1/pins "}
 	if got := f.requests(); !slices.Equal(got, want) {
 		t.Errorf("requests = %q, want %q", got, want)
 	}
