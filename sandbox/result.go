@@ -38,18 +38,18 @@ func fastCallToolResult(b []byte) (*mcp.CallToolResult, bool) {
 // else — any other key, content type or value shape, a string with invalid
 // UTF-8, duplicate keys, trailing bytes — returns ok false.
 func textCallToolResult(b []byte) (res *mcp.CallToolResult, ok bool) {
-	s := scanner{b: b}
-	if !s.byte('{') {
+	s := scanner{mcpwire.Scanner{B: b}}
+	if !s.Lit('{') {
 		return nil, false
 	}
 	res = &mcp.CallToolResult{}
 	var haveContent, haveIsError bool
-	if s.byte('}') {
+	if s.Lit('}') {
 		return nil, false // no content: the caller reports it
 	}
 	for {
 		key, ok := s.str()
-		if !ok || !s.byte(':') {
+		if !ok || !s.Lit(':') {
 			return nil, false
 		}
 		switch key {
@@ -72,56 +72,32 @@ func textCallToolResult(b []byte) (res *mcp.CallToolResult, ok bool) {
 		default:
 			return nil, false
 		}
-		if s.byte(',') {
+		if s.Lit(',') {
 			continue
 		}
-		if !s.byte('}') {
+		if !s.Lit('}') {
 			return nil, false
 		}
 		break
 	}
-	s.ws()
-	if s.i != len(s.b) || !haveContent {
+	s.Space()
+	if s.I != len(s.B) || !haveContent {
 		return nil, false
 	}
 	return res, true
 }
 
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// byte consumes c after white space.
-func (s *scanner) byte(c byte) bool {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
+type scanner struct{ mcpwire.Scanner }
 
 func (s *scanner) boolean() (bool, bool) {
-	s.ws()
-	rest := s.b[s.i:]
+	s.Space()
+	rest := s.B[s.I:]
 	switch {
 	case len(rest) >= 4 && string(rest[:4]) == "true":
-		s.i += 4
+		s.I += 4
 		return true, true
 	case len(rest) >= 5 && string(rest[:5]) == "false":
-		s.i += 5
+		s.I += 5
 		return false, true
 	}
 	return false, false
@@ -131,17 +107,17 @@ func (s *scanner) boolean() (bool, bool) {
 // with escapes is decoded by encoding/json. Control characters and invalid
 // UTF-8 fail.
 func (s *scanner) str() (string, bool) {
-	if !s.byte('"') {
+	if !s.Lit('"') {
 		return "", false
 	}
-	start := s.i
+	start := s.I
 	escaped := false
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	for s.I < len(s.B) {
+		c := s.B[s.I]
 		switch {
 		case c == '"':
-			raw := s.b[start:s.i]
-			s.i++
+			raw := s.B[start:s.I]
+			s.I++
 			if !utf8.Valid(raw) {
 				return "", false
 			}
@@ -149,17 +125,17 @@ func (s *scanner) str() (string, bool) {
 				return string(raw), true
 			}
 			var v string
-			if json.Unmarshal(s.b[start-1:s.i], &v) != nil {
+			if json.Unmarshal(s.B[start-1:s.I], &v) != nil {
 				return "", false
 			}
 			return v, true
 		case c == '\\':
 			escaped = true
-			s.i += 2
+			s.I += 2
 		case c < 0x20:
 			return "", false
 		default:
-			s.i++
+			s.I++
 		}
 	}
 	return "", false
@@ -167,22 +143,22 @@ func (s *scanner) str() (string, bool) {
 
 // contents scans an array of text content blocks.
 func (s *scanner) contents() ([]mcp.Content, bool) {
-	if !s.byte('[') {
+	if !s.Lit('[') {
 		return nil, false
 	}
 	out := []mcp.Content{}
-	if s.byte(']') {
+	if s.Lit(']') {
 		return out, true
 	}
 	for {
-		if !s.byte('{') {
+		if !s.Lit('{') {
 			return nil, false
 		}
 		t := &mcp.TextContent{}
 		var haveType, haveText bool
 		for {
 			key, ok := s.str()
-			if !ok || !s.byte(':') {
+			if !ok || !s.Lit(':') {
 				return nil, false
 			}
 			v, ok := s.str()
@@ -198,10 +174,10 @@ func (s *scanner) contents() ([]mcp.Content, bool) {
 			default:
 				return nil, false
 			}
-			if s.byte(',') {
+			if s.Lit(',') {
 				continue
 			}
-			if !s.byte('}') {
+			if !s.Lit('}') {
 				return nil, false
 			}
 			break
@@ -210,10 +186,10 @@ func (s *scanner) contents() ([]mcp.Content, bool) {
 			return nil, false
 		}
 		out = append(out, t)
-		if s.byte(',') {
+		if s.Lit(',') {
 			continue
 		}
-		if !s.byte(']') {
+		if !s.Lit(']') {
 			return nil, false
 		}
 		return out, true

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"os/user"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -114,11 +113,7 @@ func (c *cli) approveCmd(args []string) int {
 	if *diff || len(sel) == 0 && !*all {
 		return code
 	}
-	by := "cli"
-	if u, err := user.Current(); err == nil {
-		by = "cli:" + u.Username
-	}
-	return c.approvePins(db, waiting, by, *asJSON, code)
+	return c.approvePins(db, waiting, operator(), *asJSON, code)
 }
 
 // approvePins approves each of waiting through a Host whose backends stay
@@ -129,17 +124,7 @@ func (c *cli) approvePins(db *store.DB, waiting []store.Pin, by string, quiet bo
 	if len(waiting) == 0 {
 		return code
 	}
-	c.prepare = func(cfg *config.Config) {
-		for _, s := range cfg.Servers {
-			s.Start = config.StartLazy
-		}
-		for _, p := range cfg.Plugins {
-			p.Start = config.StartLazy
-		}
-	}
-	c.hostOpts = func(opts *host.Options) { opts.Store = db }
-	c.callOnly = true
-	hostCode := c.withHost(func(ctx context.Context, h *host.Host) int {
+	return c.withStoreHostOn(db, func(ctx context.Context, h *host.Host) int {
 		ctx = host.WithClient(ctx, by)
 		for _, p := range waiting {
 			err := h.ApproveTool(ctx, p.Tool, p.PendingHash, by)
@@ -156,7 +141,6 @@ func (c *cli) approvePins(db *store.DB, waiting []store.Pin, by string, quiet bo
 		}
 		return code
 	})
-	return hostCode
 }
 
 // pinJSON is one waiting definition in approve --json.

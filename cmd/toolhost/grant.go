@@ -59,10 +59,14 @@ Exit status: 0 revoked; 2 no such grant, or revoked already; 3 the store could n
 // withStoreHost runs f with a Host on the configuration's store whose
 // backends are all lazy: nothing is started, but the Host audits.
 func (c *cli) withStoreHost(f func(ctx context.Context, h *host.Host) int) int {
-	var (
-		db     *store.DB
-		openEr error
-	)
+	return c.withStoreHostOn(nil, f)
+}
+
+// withStoreHostOn is withStoreHost on db when it is not nil (the caller's,
+// which it leaves open), else on the store it opens and closes.
+func (c *cli) withStoreHostOn(db *store.DB, f func(ctx context.Context, h *host.Host) int) int {
+	var openEr error
+	own := db == nil
 	c.prepare = func(cfg *config.Config) {
 		for _, s := range cfg.Servers {
 			s.Start = config.StartLazy
@@ -70,9 +74,11 @@ func (c *cli) withStoreHost(f func(ctx context.Context, h *host.Host) int) int {
 		for _, p := range cfg.Plugins {
 			p.Start = config.StartLazy
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		db, openEr = openStore(ctx, cfg)
+		if own {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			db, openEr = openStore(ctx, cfg)
+		}
 	}
 	c.hostOpts = func(opts *host.Options) {
 		if db != nil {
@@ -80,7 +86,7 @@ func (c *cli) withStoreHost(f func(ctx context.Context, h *host.Host) int) int {
 		}
 	}
 	defer func() {
-		if db != nil {
+		if own && db != nil {
 			db.Close()
 		}
 	}()

@@ -128,15 +128,7 @@ func resultTextOf(res *mcp.CallToolResult) string {
 // call is audited under the client's profile, naming the run.
 func TestCodeModeGoSDKClient(t *testing.T) {
 	f := startCodeMode(t)
-	url := serveLoopback(t, f)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-
-	cs, err := connectHTTP(ctx, url, "alice-token-0123456789")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, url, cs := aliceOverHTTP(t, f)
 	lt, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -415,6 +407,21 @@ return {names, sum: sum.structuredContent.sum};`)
 	}
 }
 
+// aliceOverHTTP serves f on loopback and connects the go-sdk client to it
+// as alice; the session and its context end with the test.
+func aliceOverHTTP(t *testing.T, f *fixture) (context.Context, string, *mcp.ClientSession) {
+	t.Helper()
+	url := serveLoopback(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	cs, err := connectHTTP(ctx, url, "alice-token-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return ctx, url, cs
+}
+
 // TestCodeModeRateLimit: a run_code call takes a token of its client's
 // rate, as its inner calls do: with alice at "2/m", a run with one inner
 // call costs two tokens, so the second run is refused (rate_limited, with
@@ -424,14 +431,7 @@ return {names, sum: sum.structuredContent.sum};`)
 func TestCodeModeRateLimit(t *testing.T) {
 	src := strings.Replace(codeModeSource(t), "[serve.clients.alice]\n", "[serve.clients.alice]\nrate = \"2/m\"\n", 1)
 	f := start(t, src)
-	url := serveLoopback(t, f)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cs, err := connectHTTP(ctx, url, "alice-token-0123456789")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, url, cs := aliceOverHTTP(t, f)
 	program := map[string]any{"code": `const r = await tools.fx__add({a: 1, b: 2}); return r.structuredContent.sum`}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: program})
 	if err != nil || res.IsError {

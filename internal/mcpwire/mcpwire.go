@@ -244,24 +244,24 @@ type Response struct {
 // an object). Duplicate members: the last wins, as with encoding/json. It
 // allocates nothing; the text is not validated beyond its structure.
 func ParseResponse(line []byte) (r Response, ok bool) {
-	s := scan{b: line}
-	if !s.lit('{') {
+	s := Scanner{B: line}
+	if !s.Lit('{') {
 		return r, false
 	}
-	if s.lit('}') {
+	if s.Lit('}') {
 		return r, false
 	}
 	for {
 		key, ok := s.rawString()
-		if !ok || !s.lit(':') {
+		if !ok || !s.Lit(':') {
 			return r, false
 		}
-		s.space()
-		start := s.i
+		s.Space()
+		start := s.I
 		if !s.skip() {
 			return r, false
 		}
-		v := line[start:s.i]
+		v := line[start:s.I]
 		switch string(key) {
 		case "id":
 			r.ID = v
@@ -272,16 +272,16 @@ func ParseResponse(line []byte) (r Response, ok bool) {
 		case "method":
 			return r, false
 		}
-		if s.lit(',') {
+		if s.Lit(',') {
 			continue
 		}
-		if !s.lit('}') {
+		if !s.Lit('}') {
 			return r, false
 		}
 		break
 	}
-	s.space()
-	return r, s.i == len(line) && r.ID != nil
+	s.Space()
+	return r, s.I == len(line) && r.ID != nil
 }
 
 func nonNull(v []byte) []byte {
@@ -300,47 +300,52 @@ func DecodeError(raw []byte) (*jsonrpc.Error, error) {
 	return e, nil
 }
 
-// scan walks JSON text.
-type scan struct {
-	b []byte
-	i int
+// Scanner walks JSON text: B from I on. Space and Lit are the two steps
+// every hand-written reader of JSON in toolhost takes (this package's, and
+// the sandbox's reader of plugin results).
+type Scanner struct {
+	B []byte
+	I int
 }
 
-func (s *scan) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
+// Space passes over JSON white space (RFC 8259, section 2).
+func (s *Scanner) Space() {
+	for s.I < len(s.B) {
+		switch s.B[s.I] {
 		case ' ', '\t', '\n', '\r':
-			s.i++
+			s.I++
 		default:
 			return
 		}
 	}
 }
 
-func (s *scan) lit(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
+// Lit passes over white space and then c, if c is next; false (and only
+// the white space passed) if it is not.
+func (s *Scanner) Lit(c byte) bool {
+	s.Space()
+	if s.I < len(s.B) && s.B[s.I] == c {
+		s.I++
 		return true
 	}
 	return false
 }
 
 // rawString returns a string's text between its quotes, escapes kept.
-func (s *scan) rawString() ([]byte, bool) {
-	if !s.lit('"') {
+func (s *Scanner) rawString() ([]byte, bool) {
+	if !s.Lit('"') {
 		return nil, false
 	}
-	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
+	start := s.I
+	for s.I < len(s.B) {
+		switch s.B[s.I] {
 		case '"':
-			s.i++
-			return s.b[start : s.i-1], true
+			s.I++
+			return s.B[start : s.I-1], true
 		case '\\':
-			s.i += 2
+			s.I += 2
 		default:
-			s.i++
+			s.I++
 		}
 	}
 	return nil, false
@@ -349,19 +354,19 @@ func (s *scan) rawString() ([]byte, bool) {
 // skip passes over one value: a string, an object or array (counting
 // brackets outside strings, at any depth: the caller's text is valid JSON,
 // or what skip returns is refused later), or a literal.
-func (s *scan) skip() bool {
-	s.space()
-	if s.i >= len(s.b) {
+func (s *Scanner) skip() bool {
+	s.Space()
+	if s.I >= len(s.B) {
 		return false
 	}
-	switch s.b[s.i] {
+	switch s.B[s.I] {
 	case '"':
 		_, ok := s.rawString()
 		return ok
 	case '{', '[':
 		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
+		for s.I < len(s.B) {
+			switch s.B[s.I] {
 			case '"':
 				if _, ok := s.rawString(); !ok {
 					return false
@@ -372,23 +377,23 @@ func (s *scan) skip() bool {
 			case '}', ']':
 				depth--
 				if depth == 0 {
-					s.i++
+					s.I++
 					return true
 				}
 			}
-			s.i++
+			s.I++
 		}
 		return false
 	default:
-		start := s.i
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
+		start := s.I
+		for s.I < len(s.B) {
+			switch s.B[s.I] {
 			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return s.i > start
+				return s.I > start
 			}
-			s.i++
+			s.I++
 		}
-		return s.i > start
+		return s.I > start
 	}
 }
 
