@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -111,5 +112,61 @@ func TestMultiRoundInline(t *testing.T) {
 				t.Errorf("%d calls of a client that declared elicitation ran on a goroutine of their own, want 1", n)
 			}
 		})
+	}
+}
+
+// TestFastStdioInlineBurst: fast calls run on the goroutine that read them,
+// which hands the reading on (fast.go readFrom): lines that arrive in one
+// write, already buffered when a call takes its reader's goroutine (a
+// call that blocks, 40 calls, a ping, the cancellation of the blocked
+// call), are all read and answered, each response with its own id and
+// text, and the cancelled call ends.
+func TestFastStdioInlineBurst(t *testing.T) {
+	f := start(t, testConfig)
+	c := startRawStdio(t, f)
+	c.send(legacyInit)
+	c.until(`"init"`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	before := gateway.FastServed()
+	var burst strings.Builder
+	burst.WriteString(callLine(`"blocked"`, `{"name":"fx__sleep","arguments":{"ms":600000}}`) + "\n")
+	for i := range 40 {
+		burst.WriteString(callLine(strconv.Itoa(i), `{"name":"fx__echo","arguments":{"text":"t`+strconv.Itoa(i)+`"}}`) + "\n")
+	}
+	burst.WriteString(`{"jsonrpc":"2.0","id":"ping","method":"ping"}` + "\n")
+	burst.WriteString(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"blocked"}}`)
+	if !c.send(burst.String()) {
+		t.Fatal("the gateway closed the connection")
+	}
+	seen := map[string]string{}
+	for len(seen) < 42 {
+		got := c.until(`"ping"`) // any response will do; ping's is one of them
+		for _, line := range got {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			if json.Unmarshal([]byte(line), &m) != nil || len(m.ID) == 0 {
+				t.Fatalf("not a response: %q", line)
+			}
+			seen[string(m.ID)] = string(m.Result) + string(m.Error)
+		}
+		if len(seen) < 42 {
+			c.send(`{"jsonrpc":"2.0","id":"ping","method":"ping"}`)
+		}
+	}
+	for i := range 40 {
+		if r := seen[strconv.Itoa(i)]; !strings.Contains(r, `"t`+strconv.Itoa(i)+`"`) {
+			t.Errorf("call %d: %q", i, r)
+		}
+	}
+	if r, ok := seen[`"blocked"`]; !ok {
+		t.Errorf("the cancelled call has no response")
+	} else if strings.Contains(r, "slept") {
+		t.Errorf("the cancelled call completed: %q", r)
+	}
+	if n := gateway.FastServed() - before; n != 41 {
+		t.Errorf("the fast path served %d calls, want 41", n)
 	}
 }
