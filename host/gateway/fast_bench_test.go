@@ -168,6 +168,12 @@ func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 		if os.Getenv(MCPProxyEnv) != "" {
 			ways = append(ways, hopSession{"mcp-proxy", mcpProxy(b, client), "echo"})
 		}
+		// The go-sdk client declares roots unless told otherwise, so every
+		// way above has a 2026-07-28 call of the gateway's go on a
+		// goroutine of its own (an input round may come, mrtr.go); a
+		// client that declares nothing has it run inline.
+		bare := mcp.NewClient(&mcp.Implementation{Name: "bench"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+		ways = append(ways, hopSession{"gateway-stdio-bare", gatewayStdio(b, bare, bin, cfgPath, true), "fx__echo"})
 		if base := os.Getenv(BaselineEnv); base != "" {
 			ways = append(ways, hopSession{"gateway-stdio-base", gatewayStdio(b, client, base, cfgPath, true), "fx__echo"})
 		}
