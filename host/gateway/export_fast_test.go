@@ -3,3 +3,7 @@ package gateway
 // FastServed is the number of tools/call requests the stdio fast path has
 // served in this process (fast.go).
 func FastServed() int64 { return fastServed.Load() }
+
+// MultiRoundDetached is the number of tools/call requests of 2026-07-28
+// clients multiRound has run on a goroutine of their own (mrtr.go).
+func MultiRoundDetached() int64 { return mrtrDetached.Load() }

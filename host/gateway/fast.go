@@ -23,7 +23,10 @@ package gateway
 // The go-sdk would decode a tools/call with a 32 KiB buffer per message and
 // per nested value, hand it from its read loop to a handler goroutine, and
 // encode the result through several layers; here it is one encoding/json
-// decode into small maps, one goroutine, one encode.
+// decode into small maps and one encode, and the call runs on the
+// goroutine that read its line (which hands the reading on to a new one,
+// readFrom): no goroutine hand-off between the client's line and the
+// upstream call.
 //
 // The boundary: a request takes the fast path only when the go-sdk's
 // answer would come from the tool handler (or from a middleware in front
@@ -213,9 +216,17 @@ func (ft *fastTransport) close() {
 
 // readLoop reads the client's lines: a fast tools/call is served here,
 // everything else goes to the go-sdk unchanged.
-func (ft *fastTransport) readLoop() {
-	br := bufio.NewReaderSize(ft.r, 64<<10)
-	var long []byte
+func (ft *fastTransport) readLoop() { ft.readFrom(bufio.NewReaderSize(ft.r, 64<<10), nil) }
+
+// readFrom is readLoop from br on (long: its buffer for overlong lines).
+//
+// A fast call runs on the goroutine that read it, which first hands the
+// reading (br and long) to a new goroutine: the call then goes on on the
+// thread that woke up for its line, with no hand-off on its way, while the
+// next lines (a notifications/cancelled for it, a ping, the answer to an
+// elicitation it relays, another call) are read as before. The call's
+// fastCall holds no byte of br's buffer (fastParse copies).
+func (ft *fastTransport) readFrom(br *bufio.Reader, long []byte) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -237,8 +248,12 @@ func (ft *fastTransport) readLoop() {
 			return
 		}
 		if len(line) > 0 {
-			if fc := ft.fastParse(line); fc != nil && ft.start(fc) {
-				continue
+			if fc := ft.fastParse(line); fc != nil {
+				if ctx, ok := ft.start(fc); ok {
+					go ft.readFrom(br, long)
+					ft.serve(ctx, fc)
+					return
+				}
 			}
 			ft.noteCancel(line)
 			if _, werr := ft.pw.Write(line); werr != nil {
@@ -415,22 +430,22 @@ func (fc *fastCall) parseMeta(raw json.RawMessage) bool {
 	return ok && json.Unmarshal(cc, &caps) == nil && caps != nil
 }
 
-// start runs fc in a goroutine of its own; false when it cannot (an id of
-// a fast call in flight, or the transport is closing): the go-sdk has it.
-func (ft *fastTransport) start(fc *fastCall) bool {
+// start admits fc and returns the context to serve it with (serve then
+// ends it); false when it cannot (an id of a fast call in flight, or the
+// transport is closing): the go-sdk has it.
+func (ft *fastTransport) start(fc *fastCall) (context.Context, bool) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	if ft.closed {
-		return false
+		return nil, false
 	}
 	if _, dup := ft.live[fc.key]; dup {
-		return false
+		return nil, false
 	}
 	ctx, cancel := context.WithCancel(ft.ctx)
 	ft.live[fc.key] = cancel
 	ft.calls.Add(1)
-	go ft.serve(ctx, fc)
-	return true
+	return ctx, true
 }
 
 // noteCancel cancels the fast call a notifications/cancelled line names

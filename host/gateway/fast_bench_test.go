@@ -26,6 +26,17 @@ import (
 // those variants are skipped.
 const MCPProxyEnv = "TOOLHOST_BENCH_MCPPROXY"
 
+// BaselineEnv names another toolhost binary (a build of main, say) that
+// via=interleaved runs as one more way, gateway-stdio-base, beside this
+// tree's: two builds compared in one run. VariantEnv is extra environment
+// (NAME=VALUE, comma-separated) for one more way, gateway-stdio-variant1,
+// this tree's binary with it (more variants separated by ";" are ways
+// variant2, ...): the gateway's switches compared in one run.
+const (
+	BaselineEnv = "TOOLHOST_BENCH_BASELINE"
+	VariantEnv  = "TOOLHOST_BENCH_VARIANT_ENV"
+)
+
 // hopSession is one way of calling the fixture's echo tool.
 type hopSession struct {
 	name string
@@ -36,9 +47,9 @@ type hopSession struct {
 // gatewayStdio starts `toolhost serve --stdio` as a child (with the fast
 // path on, or off: TOOLHOST_GATEWAY_FASTPATH=off) and connects the go-sdk
 // client to it.
-func gatewayStdio(b *testing.B, client *mcp.Client, bin, cfgPath string, fast bool) *mcp.ClientSession {
+func gatewayStdio(b *testing.B, client *mcp.Client, bin, cfgPath string, fast bool, env ...string) *mcp.ClientSession {
 	cmd := exec.Command(bin, "--config", cfgPath, "serve", "--stdio")
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), env...)
 	if !fast {
 		cmd.Env = append(cmd.Env, gateway.FastPathEnv+"=off")
 	}
@@ -156,6 +167,20 @@ func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 		}
 		if os.Getenv(MCPProxyEnv) != "" {
 			ways = append(ways, hopSession{"mcp-proxy", mcpProxy(b, client), "echo"})
+		}
+		// The go-sdk client declares roots unless told otherwise, so every
+		// way above has a 2026-07-28 call of the gateway's go on a
+		// goroutine of its own (an input round may come, mrtr.go); a
+		// client that declares nothing has it run inline.
+		bare := mcp.NewClient(&mcp.Implementation{Name: "bench"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+		ways = append(ways, hopSession{"gateway-stdio-bare", gatewayStdio(b, bare, bin, cfgPath, true), "fx__echo"})
+		if base := os.Getenv(BaselineEnv); base != "" {
+			ways = append(ways, hopSession{"gateway-stdio-base", gatewayStdio(b, client, base, cfgPath, true), "fx__echo"})
+		}
+		if vs := os.Getenv(VariantEnv); vs != "" {
+			for i, v := range strings.Split(vs, ";") {
+				ways = append(ways, hopSession{fmt.Sprintf("gateway-stdio-variant%d", i+1), gatewayStdio(b, client, bin, cfgPath, true, strings.Split(v, ",")...), "fx__echo"})
+			}
 		}
 		lat := make([]latencies, len(ways))
 		params := make([]*mcp.CallToolParams, len(ways))

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,6 +28,30 @@ import (
 // again. A call waits for its client's next round at most as long as the
 // host's deadline for the call allows (the upstream request is bounded by
 // it); at most maxPending calls wait at once.
+
+// A call whose client declared none of elicitation, sampling and roots can
+// never have an input round: Elicit and Sample answer such an upstream
+// request with ErrNoClient and Roots with the configured roots, without
+// asking the client. That call runs inline, on the round's goroutine and
+// with the round's context, with no requestState (see multiRound).
+//
+// A call whose client declared any of them keeps its goroutine. The design
+// that would run the upstream call on the round's goroutine until an input
+// request really arrives cannot be built: the round is answered by its
+// handler's return (an mcp.ToolHandler, under the receiving middlewares that
+// release its max_concurrent slot on return), while the upstream call's
+// remaining work (the transport's wait for the backend's answer, then the
+// pipeline's layers: output checks, audit) is on that same goroutine's
+// stack, and Go cannot move a running call to another goroutine. The input
+// request comes on a third goroutine (the backend's request handler) that
+// could only answer the round by writing around the handler's return, past
+// the middlewares and holding the round's slot while its client thinks,
+// which a session with max_concurrent = 1 would deadlock on. So the call
+// goes to a goroutine of its own from the start whenever a round may come.
+
+// mrtrDetached counts the calls multiRound has run on a goroutine of their
+// own (for tests).
+var mrtrDetached atomic.Int64
 
 // maxPending bounds the calls of 2026-07-28 clients in flight through the
 // multi-round path.
@@ -77,6 +102,12 @@ func askIn(ctx context.Context) *pendingCall {
 // ask sends one input request to the client (through the next round's
 // result) and waits for its answer, or for ctx.
 func (p *pendingCall) ask(ctx context.Context, params mcp.InputRequest) (mcp.InputResponse, error) {
+	if p.asks == nil {
+		// An inline call (its client declared nothing to ask with):
+		// Elicit, Sample and Roots check the declaration first, so this
+		// is a gateway bug, reported rather than a hang.
+		return nil, fmt.Errorf("%w: gateway: an input request for a call whose client declared no elicitation, sampling or roots", ErrNoClient)
+	}
 	p.mu.Lock()
 	p.next++
 	a := &ask{id: "toolhost-" + strconv.Itoa(p.next), params: params, answer: make(chan mcp.InputResponse, 1)}
@@ -153,6 +184,13 @@ func (ps *profileServer) multiRound(ctx context.Context, req *mcp.CallToolReques
 		p.mu.Unlock()
 		return ps.nextRound(ctx, p)
 	}
+	if !declares(req, "elicitation") && !declares(req, "sampling") && !declares(req, "roots") {
+		// No input round can come (see the top of this file): inline.
+		// Elicit, Sample and Roots still find the call and its request,
+		// and answer from them without asking the client.
+		p := &pendingCall{client: client}
+		return run(context.WithValue(context.WithValue(ctx, askerKey{}, p), requestKey{}, req))
+	}
 	set.mu.Lock()
 	if len(set.calls) >= maxPending {
 		set.mu.Unlock()
@@ -171,6 +209,7 @@ func (ps *profileServer) multiRound(ctx context.Context, req *mcp.CallToolReques
 	set.calls[p.token] = p
 	set.mu.Unlock()
 	cctx = context.WithValue(context.WithValue(cctx, askerKey{}, p), requestKey{}, req)
+	mrtrDetached.Add(1)
 	go func() {
 		res, err := run(cctx)
 		p.done <- &callOutcome{res, err}
