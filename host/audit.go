@@ -115,8 +115,8 @@ type AuditRecord struct {
 	// CorrelationID ties the record to the request that caused it: the id
 	// WithCorrelationID put in the context (the REST API's invoke passes
 	// its correlation_id, so its answer and the record agree), else, when
-	// records go to the store ([store] audit), a random one of 32 hex
-	// digits (store.NewID); empty otherwise.
+	// records go to the store ([store] audit), a new one of 32 hex digits,
+	// time-ordered (store.TimeID); empty otherwise.
 	CorrelationID string `json:"correlation_id,omitempty"`
 	// Parent is the CorrelationID of the call this one was made inside:
 	// an inner call of a code-mode run_code names its run (WithParent;
@@ -364,7 +364,7 @@ func (a *auditor) write(rec *AuditRecord) {
 		rec.Error = a.scrub.Replace(rec.Error)
 	}
 	if a.store != nil && rec.CorrelationID == "" {
-		rec.CorrelationID = store.NewID()
+		rec.CorrelationID = store.TimeID(rec.Time)
 	}
 	if a.hook != nil {
 		a.hook(*rec)

@@ -33,8 +33,9 @@ func parentOf(ctx context.Context) string {
 // CorrelationID returns the id WithCorrelationID put in ctx, or "".
 func CorrelationID(ctx context.Context) string { return correlationOf(ctx) }
 
-// NewCorrelationID returns a new random correlation id (32 hex digits).
-func NewCorrelationID() string { return store.NewID() }
+// NewCorrelationID returns a new correlation id: 32 hex digits, time-ordered
+// (store.TimeID).
+func NewCorrelationID() string { return store.TimeID(time.Now()) }
 
 // AuditCall writes the audit record of a tool call served above the
 // pipeline, by the gateway itself: code mode's run_code (whose inner calls

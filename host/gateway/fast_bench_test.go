@@ -49,7 +49,12 @@ type hopSession struct {
 // client to it.
 func gatewayStdio(b *testing.B, client *mcp.Client, bin, cfgPath string, fast bool, env ...string) *mcp.ClientSession {
 	cmd := exec.Command(bin, "--config", cfgPath, "serve", "--stdio")
-	cmd.Env = append(os.Environ(), env...)
+	// Each gateway has a store of its own, as each serve of a deployment
+	// does (the default: a SQLite file in the state directory, with every
+	// call's audit record): not the user's, which grows run after run, and
+	// not one file that every way's process writes at once.
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+b.TempDir())
+	cmd.Env = append(cmd.Env, env...)
 	if !fast {
 		cmd.Env = append(cmd.Env, gateway.FastPathEnv+"=off")
 	}

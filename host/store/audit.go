@@ -35,7 +35,7 @@ const (
 // and the whole record as JSON (Record, what `toolhost audit --json`
 // prints). Times are UTC with microsecond precision.
 type AuditRow struct {
-	ID            string    // 32 hex digits; InsertAudit fills in an empty one (AuditID of Time)
+	ID            string    // 32 hex digits; InsertAudit fills in an empty one (TimeID of Time)
 	Time          time.Time // the record's start time
 	CorrelationID string
 	Client        string
@@ -106,7 +106,7 @@ func (db *DB) InsertAudit(ctx context.Context, rows []AuditRow) error {
 			b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 			id, replica := r.ID, r.Replica
 			if id == "" {
-				id = AuditID(r.Time)
+				id = TimeID(r.Time)
 			}
 			if replica == "" {
 				replica = db.replica

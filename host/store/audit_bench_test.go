@@ -11,7 +11,7 @@ import (
 // BenchmarkInsertAudit writes batches of 50 audit rows (what the host's
 // writer collects in 50 ms at a thousand calls a second) into a SQLite
 // file, as a serve's default store does; ns/op is per row. id=time is
-// InsertAudit's own id (AuditID), id=random a random one (NewID, as before).
+// InsertAudit's own id (TimeID), id=random a random one (NewID, as before).
 //
 //	go test -run '^$' -bench InsertAudit -benchmem -benchtime 20000x -count 4 ./host/store/
 func BenchmarkInsertAudit(b *testing.B) {
