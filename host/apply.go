@@ -153,6 +153,11 @@ type ApplyReport struct {
 	// in the file included): the catalogue's views were decided afresh and
 	// an EventCatalogue was emitted even if no name came or went.
 	Policy bool `json:"policy,omitempty"`
+	// NotApplied names the keys (or tables: "store", "code_mode") that
+	// differ in the new configuration but keep the value they had at
+	// start until the process is restarted. Host.Apply leaves it empty;
+	// toolhost serve's reload fills it in.
+	NotApplied []string `json:"not_applied,omitempty"`
 }
 
 // Apply makes the Host run cfg: it diffs cfg against the configuration in

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"time"
 
@@ -48,8 +49,8 @@ func newReloader(path string, h *host.Host, logger hclog.Logger) *reloader {
 // the error is the config.ErrorList of every problem with its file, line
 // and key (a file that cannot be read is one such problem). Otherwise the
 // error is Host.Apply's (host.ErrClosed, host.ErrBackendExists, ...).
-// [serve] and [host]'s audit_log, audit_redact and cache_dir are not
-// applied until serve is restarted: a warning says so when they changed.
+// Some keys are not applied until serve is restarted (notReloaded): the
+// report's NotApplied names those that changed, and a warning says so.
 func (r *reloader) reload(ctx context.Context) (host.ApplyReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -77,7 +78,8 @@ func (r *reloader) reload(ctx context.Context) (host.ApplyReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	for _, key := range notReloaded(old, cfg) {
+	rep.NotApplied = notReloaded(old, cfg)
+	for _, key := range rep.NotApplied {
 		r.logger.Warn("changed, but not applied until toolhost serve is restarted", "key", key)
 	}
 	return rep, nil
@@ -115,6 +117,14 @@ func notReloaded(a, b *config.Config) []string {
 	check("serve.listen", a.Serve.Listen, b.Serve.Listen)
 	check("serve.stateless", a.Serve.Stateless, b.Serve.Stateless)
 	check("serve.max_body", a.Serve.MaxBody, b.Serve.MaxBody)
+	// Whole tables, compared through their pointers: the store is opened
+	// once at start, and code mode's runner is built once, at first use.
+	if !reflect.DeepEqual(a.Store, b.Store) {
+		out = append(out, "store")
+	}
+	if !reflect.DeepEqual(a.CodeMode, b.CodeMode) {
+		out = append(out, "code_mode")
+	}
 	return out
 }
 

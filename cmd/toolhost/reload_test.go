@@ -153,6 +153,34 @@ func TestReloaderConcurrent(t *testing.T) {
 	}
 }
 
+// TestReloaderNotApplied: a reload that changes [code_mode] and [store]
+// (kept as they were at start until serve restarts) says so in its report
+// and in a warning, and printReport prints it; a reload that changes
+// neither names nothing, even when other lines move.
+func TestReloaderNotApplied(t *testing.T) {
+	path := writeConfig(t, reloadOne)
+	var log testutil.Buffer
+	r := newTestReloader(t, path, &log)
+	ctx := context.Background()
+	rewrite(t, path, "# a comment moves every line\n"+reloadOne)
+	if rep, err := r.reload(ctx); err != nil || len(rep.NotApplied) != 0 {
+		t.Fatalf("reload without a change: %+v %v", rep, err)
+	}
+	rewrite(t, path, reloadOne+"\n[code_mode]\ntimeout = \"5s\"\n\n[store]\nqueue_size = 10\n")
+	rep, err := r.reload(ctx)
+	if err != nil || !slices.Equal(rep.NotApplied, []string{"store", "code_mode"}) {
+		t.Fatalf("reload of [code_mode] and [store]: %+v %v", rep, err)
+	}
+	if !strings.Contains(log.String(), "not applied until toolhost serve is restarted: key=code_mode") {
+		t.Errorf("no warning in the log:\n%s", log.String())
+	}
+	var out strings.Builder
+	printReport(&out, rep)
+	if !strings.Contains(out.String(), "restart    store, code_mode") || strings.Contains(out.String(), "nothing changed") {
+		t.Errorf("printReport:\n%s", out.String())
+	}
+}
+
 // TestWatch: --watch's watcher reloads on a change of the file and not on
 // the churn of other files in its directory (nor on a rewrite with the
 // same bytes); it follows a Kubernetes-style symbolic link swap.

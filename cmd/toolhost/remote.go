@@ -344,8 +344,12 @@ func printReport(w io.Writer, rep host.ApplyReport) {
 	if rep.Policy {
 		fmt.Fprintln(w, "policy     changed ([policy], [profiles] or [tools])")
 	}
-	if len(rep.Added)+len(rep.Removed)+len(rep.Changed) == 0 && !rep.Policy {
+	if len(rep.Added)+len(rep.Removed)+len(rep.Changed) == 0 && !rep.Policy && len(rep.NotApplied) == 0 {
 		fmt.Fprintln(w, "reloaded: nothing changed")
+	}
+	if len(rep.NotApplied) > 0 {
+		line("restart", rep.NotApplied)
+		fmt.Fprintln(w, "(those keys changed but keep their old values until toolhost serve is restarted)")
 	}
 }
 
