@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,7 +70,7 @@ func TestHostCallAllocs(t *testing.T) {
 		args map[string]any
 		max  uint64
 	}{{"t__echo", clientEchoArgs, maxStdioCallBytes}, {"jq__jq", clientJQPathArgs, maxJQCallBytes}} {
-		per := allocPerCall(200, func() {
+		per := testutil.BytesPerCall(200, func() {
 			res, err := h.CallTool(ctx, tc.tool, tc.args)
 			if err != nil || res.IsError {
 				t.Fatal(tc.tool, err, res)
@@ -86,22 +85,6 @@ func TestHostCallAllocs(t *testing.T) {
 	if err != nil || res.StructuredContent == nil {
 		t.Fatalf("jq: %v %#v", err, res)
 	}
-}
-
-func allocPerCall(n int, f func()) uint64 {
-	f()
-	best := ^uint64(0)
-	for range 3 {
-		var a, b runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&a)
-		for range n {
-			f()
-		}
-		runtime.ReadMemStats(&b)
-		best = min(best, (b.TotalAlloc-a.TotalAlloc)/uint64(n))
-	}
-	return best
 }
 
 // BenchmarkClientCallHost: a tools/call to the Go fixture over stdio

@@ -32,20 +32,7 @@ import (
 // answer, on the call's stream.
 func hostileHTTP(tb testing.TB, jsonResp bool) string {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}}})
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
-		Text string `json:"text"`
-	}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
-		Ms int `json:"ms"`
-	}) (*mcp.CallToolResult, any, error) {
-		select {
-		case <-time.After(time.Duration(in.Ms) * time.Millisecond):
-		case <-ctx.Done():
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
-	})
+	addEchoSleep(srv)
 	mcp.AddTool(srv, &mcp.Tool{Name: "chatty"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "chatty says"})
 		if tok := req.Params.GetProgressToken(); tok != nil {
@@ -328,7 +315,7 @@ func TestHTTPFastCallAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
-	per := bytesPerCall(t, 200, func() {
+	per := testutil.BytesPerCall(200, func() {
 		if _, err := tr.CallTool(ctx, p); err != nil {
 			t.Fatal(err)
 		}

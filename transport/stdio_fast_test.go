@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -214,7 +213,7 @@ func TestStdioCallAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
-	per := bytesPerCall(t, 200, func() {
+	per := testutil.BytesPerCall(200, func() {
 		if _, err := s.CallTool(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -223,24 +222,6 @@ func TestStdioCallAllocs(t *testing.T) {
 	if per > maxCallBytes {
 		t.Errorf("a stdio tools/call allocates %d bytes, over %d", per, maxCallBytes)
 	}
-}
-
-// bytesPerCall is the bytes allocated per f, the lowest of 3 rounds of n.
-func bytesPerCall(t *testing.T, n int, f func()) uint64 {
-	t.Helper()
-	f() // warm
-	best := ^uint64(0)
-	for range 3 {
-		var a, b runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&a)
-		for range n {
-			f()
-		}
-		runtime.ReadMemStats(&b)
-		best = min(best, (b.TotalAlloc-a.TotalAlloc)/uint64(n))
-	}
-	return best
 }
 
 // BenchmarkClientCall: a tools/call to the Go fixture over stdio through

@@ -72,20 +72,7 @@ func fixtureHTTP(t *testing.T) (url string, restart func()) {
 	newHandler := func() *mcp.StreamableHTTPHandler {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "httpfixture", Version: "1"}, nil)
 		servers = append(servers, srv)
-		mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
-			Text string `json:"text"`
-		}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-		})
-		mcp.AddTool(srv, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
-			Ms int `json:"ms"`
-		}) (*mcp.CallToolResult, any, error) {
-			select {
-			case <-time.After(time.Duration(in.Ms) * time.Millisecond):
-			case <-ctx.Done():
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
-		})
+		addEchoSleep(srv)
 		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	}
 	h.Store(newHandler())
@@ -365,4 +352,24 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// addEchoSleep adds the HTTP test servers' two plain tools to srv: "echo"
+// {text} answers its text, "sleep" {ms} answers "done" after ms
+// milliseconds or when its call is cancelled.
+func addEchoSleep(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+		Ms int `json:"ms"`
+	}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-time.After(time.Duration(in.Ms) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
 }

@@ -341,20 +341,7 @@ func pipeSession(t *testing.T, f *fixture, client *mcp.Client, opts *mcp.ClientS
 	t.Helper()
 	cr, cw := io.Pipe()
 	sr, sw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- f.g.ServeTransport(ctx, &mcp.IOTransport{Reader: cr, Writer: sw}) }()
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: sr, Writer: cw}, opts)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		cancel()
-		<-served
-	})
-	return cs
+	return sessionOn(t, f, client, opts, &mcp.IOTransport{Reader: sr, Writer: cw}, &mcp.IOTransport{Reader: cr, Writer: sw})
 }
 
 // TestFastStdioRealClient: the go-sdk client, at protocol 2026-07-28 (its

@@ -142,8 +142,15 @@ func serveLoopback(t *testing.T, f *fixture) string {
 // test.
 func memSession(t *testing.T, f *fixture, client *mcp.Client, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	ct, st := mcp.NewInMemoryTransports()
+	return sessionOn(t, f, client, opts, ct, st)
+}
+
+// sessionOn serves f's gateway on st and connects client to it on ct; the
+// session and the serving end with the test.
+func sessionOn(t *testing.T, f *fixture, client *mcp.Client, opts *mcp.ClientSessionOptions, ct, st mcp.Transport) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- f.g.ServeTransport(ctx, st) }()
 	cs, err := client.Connect(ctx, ct, opts)
