@@ -7,3 +7,14 @@ func FastServed() int64 { return fastServed.Load() }
 // MultiRoundDetached is the number of tools/call requests of 2026-07-28
 // clients multiRound has run on a goroutine of their own (mrtr.go).
 func MultiRoundDetached() int64 { return mrtrDetached.Load() }
+
+// ClientInFlight is the number of requests of client the guard counts
+// against its max_concurrent now (guard.go).
+func ClientInFlight(g *Gateway, client string) int {
+	g.guard.mu.Lock()
+	defer g.guard.mu.Unlock()
+	if u := g.guard.clients[client]; u != nil {
+		return u.inflight
+	}
+	return 0
+}
