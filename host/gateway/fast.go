@@ -65,6 +65,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/internal/gopool"
 )
 
 // FastPathEnv is the environment variable that turns the stdio fast path
@@ -100,6 +102,11 @@ type fastTransport struct {
 	closed bool
 	calls  sync.WaitGroup
 
+	// pool runs the reading handed on by a call (readFrom) and the calls
+	// multiRound detaches, on goroutines whose stacks have grown to a
+	// call's depth already (internal/gopool); closed by close.
+	pool *gopool.Pool
+
 	closeOnce sync.Once
 }
 
@@ -134,7 +141,8 @@ func (g *Gateway) fastTransport(ctx context.Context, t mcp.Transport) (mcp.Trans
 	if ft.max <= 0 {
 		ft.max = mcp.DefaultMaxLineLength
 	}
-	ft.ctx, ft.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	ft.pool = gopool.New(fastIdleWorkers)
+	ft.ctx, ft.cancel = context.WithCancel(context.WithValue(context.WithoutCancel(ctx), poolKey{}, ft.pool))
 	ft.pr, ft.pw = io.Pipe()
 	return &fastWrapped{ft: ft, limit: t}, ft
 }
@@ -211,7 +219,25 @@ func (ft *fastTransport) close() {
 			_ = ft.closeW()
 		}
 		ft.calls.Wait()
+		ft.pool.Close()
 	})
+}
+
+// fastIdleWorkers is how many goroutines a stdio session keeps parked for
+// reuse (gopool.New): one reads while another serves a call, and one more
+// may run a call multiRound detached, with room for a few concurrent calls.
+const fastIdleWorkers = 4
+
+type poolKey struct{}
+
+// goIn runs f on the goroutine pool of ctx's stdio session, if any, else
+// on a new goroutine.
+func goIn(ctx context.Context, f func()) {
+	if p, _ := ctx.Value(poolKey{}).(*gopool.Pool); p != nil {
+		p.Go(f)
+		return
+	}
+	go f()
 }
 
 // readLoop reads the client's lines: a fast tools/call is served here,
@@ -250,7 +276,7 @@ func (ft *fastTransport) readFrom(br *bufio.Reader, long []byte) {
 		if len(line) > 0 {
 			if fc := ft.fastParse(line); fc != nil {
 				if ctx, ok := ft.start(fc); ok {
-					go ft.readFrom(br, long)
+					ft.pool.Go(func() { ft.readFrom(br, long) })
 					ft.serve(ctx, fc)
 					return
 				}

@@ -141,7 +141,8 @@ func mcpProxy(b *testing.B, client *mcp.Client) *mcp.ClientSession {
 // benchHop adds BenchmarkGatewayCall's variants of issue 26 (items 1 and
 // 5): via=gateway-stdio-sdk (the gateway with its stdio fast path off),
 // via=mcp-proxy (TBXark/mcp-proxy over Streamable HTTP, when MCPProxyEnv
-// names it) and via=interleaved, which calls every way in turn, one call
+// names it) and via=interleaved (with way relay, the floor of any stdio
+// gateway: testdata/relay copies bytes between the client and the fixture), which calls every way in turn, one call
 // each per iteration, so that all share the machine's load alike, and
 // reports each way's p50 and p99 in µs and its p50 against direct's.
 func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
@@ -164,8 +165,16 @@ func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 			b.Fatal(err)
 		}
 		defer http.Close()
+		// relay: the floor of any stdio gateway, a process that copies
+		// bytes both ways and parses nothing (testdata/relay).
+		relay, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testutil.GoBinary(b, "./testdata/relay"), testutil.Fixture(b))}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer relay.Close()
 		ways := []hopSession{
 			{"direct", direct, "echo"},
+			{"relay", relay, "echo"},
 			{"gateway-stdio", gatewayStdio(b, client, bin, cfgPath, true), "fx__echo"},
 			{"gateway-stdio-sdk", gatewayStdio(b, client, bin, cfgPath, false), "fx__echo"},
 			{"gateway-http", http, "fx__echo"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -416,5 +417,49 @@ func TestFastStdioRealClient(t *testing.T) {
 		if r.Client != gateway.ClientStdio {
 			t.Errorf("audit record of %s names client %q, want %q", r.Tool, r.Client, gateway.ClientStdio)
 		}
+	}
+}
+
+// TestFastStdioReusesGoroutines: sequential calls on the stdio fast path
+// run on goroutines the session keeps (internal/gopool), not on new ones
+// per call: a new goroutine grows its stack to a call's depth again, by
+// copies that were 9% of the gateway child's CPU. The go-sdk client's
+// default capabilities (roots) make each 2026-07-28 call detached by
+// multiRound, so both of the path's hand-offs (the reading, the detached
+// call) are counted. The metric counts every goroutine of the process
+// (the client's, the fixture transport's), so the bound is per call, well
+// under the 2 a call made before.
+func TestFastStdioReusesGoroutines(t *testing.T) {
+	f := start(t, testConfig)
+	cs := pipeSession(t, f, mcp.NewClient(&mcp.Implementation{Name: "reuse"}, nil), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	call := func() {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil || res.IsError {
+			t.Fatal(err, res)
+		}
+	}
+	for range 10 { // the pool's workers start
+		call()
+	}
+	created := func() uint64 {
+		s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	const n = 200
+	served, detached, before := gateway.FastServed(), gateway.MultiRoundDetached(), created()
+	for range n {
+		call()
+	}
+	perCall := float64(created()-before) / n
+	if gateway.FastServed()-served < n || gateway.MultiRoundDetached()-detached < n {
+		t.Fatalf("of %d calls, %d took the fast path and %d were detached; want all", n, gateway.FastServed()-served, gateway.MultiRoundDetached()-detached)
+	}
+	t.Logf("%.2f goroutines created per call", perCall)
+	if perCall > 0.5 {
+		t.Errorf("%.2f goroutines created per sequential call; want the session's kept ones reused (< 0.5)", perCall)
 	}
 }

@@ -210,7 +210,7 @@ func (ps *profileServer) multiRound(ctx context.Context, req *mcp.CallToolReques
 	set.mu.Unlock()
 	cctx = context.WithValue(context.WithValue(cctx, askerKey{}, p), requestKey{}, req)
 	mrtrDetached.Add(1)
-	go func() {
+	goIn(ctx, func() {
 		res, err := run(cctx)
 		p.done <- &callOutcome{res, err}
 		// A call that ended while no round waited (its client did not
@@ -219,7 +219,7 @@ func (ps *profileServer) multiRound(ctx context.Context, req *mcp.CallToolReques
 		delete(set.calls, p.token)
 		set.mu.Unlock()
 		cancel()
-	}()
+	})
 	return ps.nextRound(ctx, p)
 }
 
