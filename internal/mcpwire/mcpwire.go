@@ -252,16 +252,10 @@ func ParseResponse(line []byte) (r Response, ok bool) {
 		return r, false
 	}
 	for {
-		key, ok := s.rawString()
-		if !ok || !s.Lit(':') {
+		key, v, ok := s.Member()
+		if !ok {
 			return r, false
 		}
-		s.Space()
-		start := s.I
-		if !s.skip() {
-			return r, false
-		}
-		v := line[start:s.I]
 		switch string(key) {
 		case "id":
 			r.ID = v
@@ -329,6 +323,23 @@ func (s *Scanner) Lit(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// Member passes over an object member's key and its colon, and returns the
+// key's text between its quotes (escapes kept: a key with a backslash is
+// not its text) and the value's text (from its first byte to its last;
+// see skip for what is checked of it). ok is false when no member is next.
+func (s *Scanner) Member() (key, value []byte, ok bool) {
+	key, ok = s.rawString()
+	if !ok || !s.Lit(':') {
+		return nil, nil, false
+	}
+	s.Space()
+	start := s.I
+	if !s.skip() {
+		return nil, nil, false
+	}
+	return key, s.B[start:s.I], true
 }
 
 // rawString returns a string's text between its quotes, escapes kept.

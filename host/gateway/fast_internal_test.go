@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func parseCallMaps(line []byte) *fastCall {
+	body, ok := bytes.CutSuffix(line, []byte("}\n"))
+	if !ok {
+		if body, ok = bytes.CutSuffix(line, []byte("}\r\n")); !ok {
+			return nil
+		}
+	}
+	if len(body) == 0 || body[0] != '{' {
+		return nil
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(line, &top) != nil || len(top) != 4 ||
+		!bytes.Equal(top["jsonrpc"], rpcVersion) || !bytes.Equal(top["method"], toolsCallMethod) {
+		return nil
+	}
+	fc := &fastCall{}
+	switch id := top["id"]; {
+	case len(id) > 0 && id[0] == '"':
+		var s string
+		if json.Unmarshal(id, &s) != nil {
+			return nil
+		}
+		fc.key = "s" + s
+		fc.id, _ = json.Marshal(s)
+	default:
+		n, err := strconv.ParseInt(string(id), 10, 64)
+		if err != nil || n > maxExactID || n < -maxExactID {
+			// The go-sdk decodes a number id as a float64: beyond 2^53
+			// it answers with another id. It has those, as before.
+			return nil
+		}
+		fc.key = "n" + strconv.FormatInt(n, 10)
+		fc.id = strconv.AppendInt(nil, n, 10)
+	}
+	var params map[string]json.RawMessage
+	if p := top["params"]; len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &params) != nil {
+		return nil
+	}
+	for k := range params {
+		if k != "name" && k != "arguments" && k != "_meta" {
+			return nil
+		}
+	}
+	if n := params["name"]; len(n) == 0 || n[0] != '"' || json.Unmarshal(n, &fc.name) != nil {
+		return nil
+	}
+	if a, ok := params["arguments"]; ok {
+		if len(a) == 0 || a[0] != '{' {
+			return nil
+		}
+		fc.args = a
+	}
+	if m, ok := params["_meta"]; ok {
+		if !parseMetaMaps(fc, m) {
+			return nil
+		}
+	}
+	return fc
+}
+
+// parseMeta decodes the request's _meta and checks what the go-sdk checks
+// of it (validateRequestMeta, go-sdk v1.8.0: the per-request client info
+// and capabilities decode into its types); false sends the request to the
+// go-sdk.
+func parseMetaMaps(fc *fastCall, raw json.RawMessage) bool {
+	var fields map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
+		return false
+	}
+	if _, ok := fields[mcp.MetaKeyLogLevel]; ok {
+		return false
+	}
+	fc.meta = make(mcp.Meta, len(fields))
+	for k, v := range fields {
+		var x any
+		if json.Unmarshal(v, &x) != nil {
+			return false
+		}
+		fc.meta[k] = x
+	}
+	v, _ := fc.meta[mcp.MetaKeyProtocolVersion].(string)
+	if v < protocol2026_07_28 {
+		return true
+	}
+	if !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+		return false
+	}
+	fc.newer = true
+	if ci, ok := fields[mcp.MetaKeyClientInfo]; ok {
+		var impl *mcp.Implementation
+		if json.Unmarshal(ci, &impl) != nil {
+			return false
+		}
+	}
+	var caps *struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	}
+	cc, ok := fields[mcp.MetaKeyClientCapabilities]
+	return ok && json.Unmarshal(cc, &caps) == nil && caps != nil
+}
+
+// FuzzParseCall: parseCall (one pass) takes a line only as parseCallMaps
+// (the maps it replaced) does, to the same call: the same in-flight key,
+// id as written back, name, arguments, _meta and protocol; it may leave
+// to the go-sdk what parseCallMaps took (a member named twice, a key with
+// an escape), never the lines a client sends (the seeds, which it must
+// take). It never panics.
+func FuzzParseCall(f *testing.F) {
+	meta := `"_meta":{"progressToken":"t","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`
+	takes := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hi"}}}`,
+		`{"jsonrpc":"2.0","id":"s-1","method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hi"},` + meta + `}}`,
+		`{"method":"tools/call","params":{"name":"x"},"id":-9007199254740992,"jsonrpc":"2.0"}`,
+		`{ "jsonrpc" : "2.0" , "id" : "\u00e9<&>" , "method" : "tools/call" , "params" : { "name" : "caf\u00e9", "_meta" : { "progressToken" : 7, "k" : [1, {"a": null}] } } }`,
+		`{"jsonrpc":"2.0","id":"","method":"tools/call","params":{"name":"","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a\u2028b","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+	}
+	for _, s := range takes {
+		if parseCall([]byte(s+"\n")) == nil {
+			f.Errorf("parseCall left %s to the go-sdk", s)
+		}
+		f.Add(s + "\n")
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","\u0069d":1,"method":"tools/call","params":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":[1]}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/logLevel":"info"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","extra":1}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}} `,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}]`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}`,
+	} {
+		f.Add(s + "\n")
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		got, want := parseCall([]byte(line)), parseCallMaps([]byte(line))
+		if got == nil {
+			return
+		}
+		if want == nil {
+			t.Fatalf("parseCall took %q, which the maps left to the go-sdk", line)
+		}
+		if got.key != want.key || !bytes.Equal(got.id, want.id) || got.name != want.name || !bytes.Equal(got.args, want.args) ||
+			got.newer != want.newer || !reflect.DeepEqual(got.meta, want.meta) {
+			t.Fatalf("%q:\n one pass %+v\n maps     %+v", line, *got, *want)
+		}
+	})
+}
+
+// BenchmarkParseCall: a tools/call line as the go-sdk client sends it at
+// protocol 2026-07-28 (with its _meta), read by parseCall and by the maps
+// it replaced.
+func BenchmarkParseCall(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"v1.0.0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":{"text":"hello"},"name":"fx__echo"}}` + "\n")
+	for _, v := range []struct {
+		name  string
+		parse func([]byte) *fastCall
+	}{{"one-pass", parseCall}, {"maps", parseCallMaps}} {
+		b.Run("impl="+v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if v.parse(line) == nil {
+					b.Fatal("not taken")
+				}
+			}
+		})
+	}
+}
