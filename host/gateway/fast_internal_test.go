@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 parseCallMaps is fast.go's reading as it was, which names the deprecated log level and roots as fast.go does
+
 import (
 	"bytes"
 	"encoding/json"
