@@ -232,13 +232,16 @@ const fastIdleWorkers = 4
 type poolKey struct{}
 
 // goIn runs f on the goroutine pool of ctx's stdio session, if any, else
-// on a new goroutine.
-func goIn(ctx context.Context, f func()) {
+// on pool (nil: a new goroutine).
+func goIn(ctx context.Context, pool *gopool.Pool, f func()) {
 	if p, _ := ctx.Value(poolKey{}).(*gopool.Pool); p != nil {
-		p.Go(f)
+		pool = p
+	}
+	if pool == nil {
+		go f()
 		return
 	}
-	go f()
+	pool.Go(f)
 }
 
 // readLoop reads the client's lines: a fast tools/call is served here,

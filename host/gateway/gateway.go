@@ -40,6 +40,7 @@ import (
 
 	"github.com/toolhost/toolhost/config"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/gopool"
 )
 
 // Errors of the gateway.
@@ -161,6 +162,7 @@ func New(h *host.Host, opts *Options) (*Gateway, error) {
 		g.opts.Version = "dev"
 	}
 	g.guard = newGuard(g)
+	g.pending.pool = gopool.New(httpIdleWorkers)
 	if g.serve.MaxBody == 0 {
 		g.serve.MaxBody = config.DefaultMaxBody
 	}
@@ -325,6 +327,7 @@ func (g *Gateway) Close() error {
 				ss.Close()
 			}
 		}
+		g.pending.pool.Close()
 	})
 	return nil
 }

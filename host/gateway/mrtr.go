@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/gopool"
 )
 
 // A client of protocol 2026-07-28 or later cannot be sent a request during
@@ -89,7 +90,17 @@ type callOutcome struct {
 type pendingSet struct {
 	mu    sync.Mutex
 	calls map[string]*pendingCall
+
+	// pool runs the detached calls of sessions without a pool of their
+	// own (Streamable HTTP; a stdio session's is its fastTransport's):
+	// goroutines kept with their grown stacks (internal/gopool). Made by
+	// New, closed by Close.
+	pool *gopool.Pool
 }
+
+// httpIdleWorkers is how many goroutines the gateway keeps parked for the
+// detached calls of HTTP sessions.
+const httpIdleWorkers = 16
 
 type askerKey struct{}
 
@@ -210,7 +221,7 @@ func (ps *profileServer) multiRound(ctx context.Context, req *mcp.CallToolReques
 	set.mu.Unlock()
 	cctx = context.WithValue(context.WithValue(cctx, askerKey{}, p), requestKey{}, req)
 	mrtrDetached.Add(1)
-	goIn(ctx, func() {
+	goIn(ctx, set.pool, func() {
 		res, err := run(cctx)
 		p.done <- &callOutcome{res, err}
 		// A call that ended while no round waited (its client did not
