@@ -388,41 +388,26 @@ func parseCall(line []byte) *fastCall {
 		return nil
 	}
 	var id, params []byte
-	var seen uint8
-	top := mcpwire.Scanner{B: line, I: 1}
-	for {
-		key, v, ok := top.Member()
-		if !ok {
-			return nil
-		}
-		var bit uint8
+	seen, ok := members(line, func(key, v []byte) uint8 {
 		switch string(key) {
 		case "jsonrpc":
-			bit = 1
-			if !bytes.Equal(v, rpcVersion) {
-				return nil
+			if bytes.Equal(v, rpcVersion) {
+				return 1
 			}
 		case "id":
-			bit, id = 2, v
+			id = v
+			return 2
 		case "method":
-			bit = 4
-			if !bytes.Equal(v, toolsCallMethod) {
-				return nil
+			if bytes.Equal(v, toolsCallMethod) {
+				return 4
 			}
 		case "params":
-			bit, params = 8, v
-		default:
-			return nil
+			params = v
+			return 8
 		}
-		if seen&bit != 0 {
-			return nil
-		}
-		seen |= bit
-		if !top.Lit(',') {
-			break
-		}
-	}
-	if seen != 15 {
+		return 0
+	})
+	if !ok || seen != 15 {
 		return nil
 	}
 	fc := &fastCall{}
@@ -450,38 +435,27 @@ func parseCall(line []byte) *fastCall {
 	if params[0] != '{' {
 		return nil
 	}
-	var name, meta []byte
-	seen = 0
-	ps := mcpwire.Scanner{B: params, I: 1}
-	if !ps.Lit('}') {
-		for {
-			key, v, ok := ps.Member()
-			if !ok {
-				return nil
+	var name, meta, args []byte
+	if _, ok := members(params, func(key, v []byte) uint8 {
+		switch string(key) {
+		case "name":
+			name = v
+			return 1
+		case "arguments":
+			if v[0] == '{' {
+				args = v
+				return 2
 			}
-			var bit uint8
-			switch string(key) {
-			case "name":
-				bit, name = 1, v
-			case "arguments":
-				bit = 2
-				if v[0] != '{' {
-					return nil
-				}
-				fc.args = bytes.Clone(v)
-			case "_meta":
-				bit, meta = 4, v
-			default:
-				return nil
-			}
-			if seen&bit != 0 {
-				return nil
-			}
-			seen |= bit
-			if !ps.Lit(',') {
-				break
-			}
+		case "_meta":
+			meta = v
+			return 4
 		}
+		return 0
+	}); !ok {
+		return nil
+	}
+	if args != nil {
+		fc.args = bytes.Clone(args)
 	}
 	if name == nil || name[0] != '"' {
 		return nil
@@ -493,6 +467,35 @@ func parseCall(line []byte) *fastCall {
 		return nil
 	}
 	return fc
+}
+
+// members calls f with the key (escapes kept) and value text of each member
+// of obj, a JSON object's text (valid JSON), and returns the bits f gave
+// them or'ed together; false when f gives one 0 (not taken) or a bit
+// twice (a member named twice), or obj is not an object.
+func members(obj []byte, f func(key, value []byte) uint8) (uint8, bool) {
+	s := mcpwire.Scanner{B: obj}
+	if !s.Lit('{') {
+		return 0, false
+	}
+	var seen uint8
+	if s.Lit('}') {
+		return 0, true
+	}
+	for {
+		key, v, ok := s.Member()
+		if !ok {
+			return 0, false
+		}
+		bit := f(key, v)
+		if bit == 0 || seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		if !s.Lit(',') {
+			return seen, true
+		}
+	}
 }
 
 // plainASCII reports whether the JSON string s (with its quotes) is
