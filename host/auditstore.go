@@ -58,6 +58,8 @@ type auditStore struct {
 	retention time.Duration // [store] audit_retention; 0 keeps every row
 	logger    hclog.Logger
 
+	kick    chan struct{} // put: the queue holds a batch (buffered 1)
+	kickAt  int           // the queue's length that kicks: a batch, or half the queue if less
 	stopped atomic.Bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -85,7 +87,7 @@ func newAuditStore(db func(context.Context) (*store.DB, error), cfg *config.Conf
 		wait = config.DefaultStoreQueueWait
 	}
 	s := &auditStore{db: db, ch: make(chan AuditRecord, size), wait: wait, retention: cfg.Store.Retention(),
-		logger: logger.Named("store"), stop: make(chan struct{})}
+		logger: logger.Named("store"), stop: make(chan struct{}), kick: make(chan struct{}, 1), kickAt: max(1, min(auditBatchMax, size/2))}
 	s.wg.Add(2)
 	go s.run()
 	go s.sweepLoop()
@@ -101,6 +103,7 @@ func (s *auditStore) put(rec *AuditRecord) {
 	}
 	select {
 	case s.ch <- *rec:
+		s.kickFull()
 		return
 	default:
 	}
@@ -108,10 +111,21 @@ func (s *auditStore) put(rec *AuditRecord) {
 	defer t.Stop()
 	select {
 	case s.ch <- *rec:
+		s.kickFull()
 	case <-t.C:
 		s.drop("the queue is full")
 	case <-s.stop:
 		s.drop("the host is closing")
+	}
+}
+
+// kickFull tells the writer that the queue holds a batch, when it does.
+func (s *auditStore) kickFull() {
+	if len(s.ch) >= s.kickAt {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -151,19 +165,28 @@ func (s *auditStore) run() {
 			s.flush()
 			return
 		}
-		timer.Reset(auditBatchWait)
+		// The batch fills in the queue, not record by record: a receive
+		// per record woke this goroutine (and an OS thread) on every
+		// call. It is taken when the window ends or the queue holds a
+		// batch (put kicks), whichever comes first.
+		if len(s.ch) < s.kickAt {
+			timer.Reset(auditBatchWait)
+			select {
+			case <-timer.C:
+			case <-s.kick:
+			case <-s.stop:
+			}
+			timer.Stop()
+		}
 	fill:
 		for len(batch) < auditBatchMax {
 			select {
 			case rec := <-s.ch:
 				batch = append(batch, rowOf(&rec))
-			case <-timer.C:
-				break fill
-			case <-s.stop:
+			default:
 				break fill
 			}
 		}
-		timer.Stop()
 		if !s.writeRetrying(batch) {
 			// Closing while the store fails: the last attempt with
 			// what is queued too.
