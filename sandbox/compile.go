@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sort"
@@ -63,7 +64,9 @@ func (p *Plugin) compile(ctx context.Context, wasm []byte, pages uint32) (*compi
 		_ = rt.Close(bgCtx)
 		return nil, p.errorf("building the host-tools module: %v: %w", err, transport.ErrInitialize)
 	}
+	unlock := p.e.lockModule(sha256.Sum256(wasm)) // see Engine.compiling
 	cm, err := rt.CompileModule(ctx, wasm)
+	unlock()
 	if err == nil {
 		err = checkImports(rt, cm)
 	}

@@ -50,6 +50,52 @@ type Engine struct {
 	open        int // plugins connecting or connected, not yet closed
 	closed      bool
 	cacheClosed bool
+
+	// compiling serialises the compilation of each module (by its
+	// SHA-256) across the runtimes that share cache. wazero v1.12.0's
+	// engine, loading a module from its file cache, makes it visible to
+	// those runtimes before it has built the module's entry preambles
+	// (internal/engine/wazevo/engine_cache.go, getCompiledModule): another
+	// runtime compiling the same module in that window gets it half built,
+	// and its first call reads the preambles as they are written (a data
+	// race -race found in TestWarmUpDeadline; a nil preamble table at
+	// worst, and an index panic). Two plugins of one module file (with
+	// other configurations, say) start at once whenever the host does.
+	compileMu sync.Mutex
+	compiling map[[32]byte]*moduleLock
+}
+
+// moduleLock is the lock of one module's compilation.
+type moduleLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters, under Engine.compileMu
+}
+
+// lockModule waits until no other compilation of the module whose SHA-256
+// is sum is under way in e; unlock ends this one's. The wait, like the
+// compilation it waits for (wazero's CompileModule), does not end with a
+// context: a compilation always ends.
+func (e *Engine) lockModule(sum [32]byte) (unlock func()) {
+	e.compileMu.Lock()
+	if e.compiling == nil {
+		e.compiling = map[[32]byte]*moduleLock{}
+	}
+	l := e.compiling[sum]
+	if l == nil {
+		l = &moduleLock{}
+		e.compiling[sum] = l
+	}
+	l.refs++
+	e.compileMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		e.compileMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(e.compiling, sum)
+		}
+		e.compileMu.Unlock()
+	}
 }
 
 // NewEngine creates an Engine and opens (creating if needed) its compilation

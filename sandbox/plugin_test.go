@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tetratelabs/wazero"
 	"github.com/toolhost/toolhost/transport"
 )
 
@@ -286,5 +288,64 @@ func TestWarmUpDeadline(t *testing.T) {
 	}
 	if d > 10*time.Second {
 		t.Errorf("Connect returned after %v, want about 1s", d)
+	}
+}
+
+// TestConcurrentCompileSameModule: plugins of one module compile it at once
+// (as two [plugins] entries of one .wasm do when the host starts), each in
+// its own runtime from the compilation cache's files, which a first Engine
+// wrote; then each instantiates it and looks up its function. Without
+// Engine.lockModule, -race finds wazero handing a runtime the module that
+// another one is still building (its entry preambles: a call through it
+// can panic). The module is the smallest there is, an exported function
+// that returns, so that the rounds are many and cheap.
+func TestConcurrentCompileSameModule(t *testing.T) {
+	wasm := []byte{
+		0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // types: func () -> ()
+		0x03, 0x02, 0x01, 0x00, // functions: one, of type 0
+		0x07, 0x0f, 0x01, 0x0b, '_', 'i', 'n', 'i', 't', 'i', 'a', 'l', 'i', 'z', 'e', 0x00, 0x00, // export it as _initialize
+		0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b, // its body: no locals, end
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	compile := func(e *Engine, name string) error {
+		c, err := e.Plugin(&Manifest{Name: name, Path: "tiny.wasm"}, nil).compile(ctx, wasm, 16)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		mod, err := c.rt.InstantiateModule(ctx, c.mod, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+		if err != nil {
+			return err
+		}
+		if mod.ExportedFunction("_initialize") == nil {
+			return errors.New("no _initialize")
+		}
+		return nil
+	}
+	first, err := NewEngine(&EngineOptions{CacheDir: dir, NoToolCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compile(first, "first"); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	for round := range 100 {
+		e, err := NewEngine(&EngineOptions{CacheDir: dir, NoToolCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				if err := compile(e, fmt.Sprintf("tiny%d", i)); err != nil {
+					t.Errorf("round %d, plugin %d: %v", round, i, err)
+				}
+			})
+		}
+		wg.Wait()
+		e.Close()
 	}
 }
