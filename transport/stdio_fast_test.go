@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -138,6 +139,7 @@ func TestStdioFastCallCancel(t *testing.T) {
 		t.Fatal("the call did not take toolhost's path")
 	}
 
+	calls0, _ := fixtureStats(t, s)
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -145,14 +147,17 @@ func TestStdioFastCallCancel(t *testing.T) {
 		done <- err
 	}()
 	testutil.Eventually(t, 30*time.Second, func() bool { return transport.FastWaiting(s) == 1 })
+	// The fixture counts the cancelled calls its tool handler saw; a
+	// cancellation that reaches the server before it has dispatched the
+	// call (a busy machine) never gets there. So the cancel waits until
+	// the fixture has counted the sleep call (each stats call counts too).
+	polls := int64(0)
+	testutil.Eventually(t, 30*time.Second, func() bool { polls++; calls, _ := fixtureStats(t, s); return calls-calls0-polls >= 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "stats"})
-		return err == nil && strings.Contains(fmt.Sprint(res.StructuredContent), "cancelled:1")
-	})
+	testutil.Eventually(t, 30*time.Second, func() bool { _, n := fixtureStats(t, s); return n == 1 })
 	if n := transport.FastWaiting(s); n != 0 {
 		t.Errorf("%d calls still wait", n)
 	}
@@ -294,4 +299,23 @@ func BenchmarkClientCall(b *testing.B) {
 			}
 		}
 	})
+}
+
+// fixtureStats is the fixture's count of calls served and of calls its
+// handlers saw cancelled (its stats tool, which counts itself).
+func fixtureStats(t *testing.T, s *transport.Stdio) (calls, cancelled int64) {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "stats"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ Calls, Cancelled int64 }
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("stats: %v: %s", err, b)
+	}
+	return st.Calls, st.Cancelled
 }
