@@ -77,18 +77,16 @@ func (p *Pool) worker(f func()) {
 }
 
 // park counts the calling worker as parked, or reports false when it must
-// end instead (the pool is full of parked workers, or closed).
+// end instead (the pool is full of parked workers, or closed). Under mu, so
+// that Idle never counts a worker that will not park, and Close waits for
+// every worker it counts.
 func (p *Pool) park() bool {
-	if p.idle.Add(1) > p.maxIdle {
-		p.idle.Add(-1)
-		return false
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		p.idle.Add(-1)
+	if p.closed || p.idle.Load() >= p.maxIdle {
 		return false
 	}
+	p.idle.Add(1)
 	p.parked.Add(1)
 	return true
 }
