@@ -122,11 +122,13 @@ type hooks struct {
 	stop             <-chan struct{} // closed by Host.Close
 	startupTimeout   time.Duration   // Options.StartupTimeout; 0: the backend's startup_timeout
 	breakers         *breakerShare   // breaker state in the store (breaker_store.go); nil: memory only
+	compileOnDemand  bool            // Options.CompileOnDemand
 }
 
 // hooks returns the hooks of h's backends.
 func (h *Host) hooks() hooks {
-	return hooks{emit: h.emit, catalogueChanged: h.catalogueChanged, spawn: h.spawn, stop: h.stop, startupTimeout: h.opts.StartupTimeout, breakers: h.brShare}
+	return hooks{emit: h.emit, catalogueChanged: h.catalogueChanged, spawn: h.spawn, stop: h.stop, startupTimeout: h.opts.StartupTimeout, breakers: h.brShare,
+		compileOnDemand: h.opts.CompileOnDemand}
 }
 
 // spawn runs f on a goroutine that Close waits for.

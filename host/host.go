@@ -136,6 +136,18 @@ type Options struct {
 	// the catalogue (toolhost tools). Default false.
 	LazyPluginInstances bool
 
+	// CompileOnDemand compiles a tool's inputSchema and outputSchema (JSON
+	// Schema, ≈0.1–0.3 ms a tool, more for large schemas) at its first call
+	// instead of when its backend lists it. A tool whose schemas do not
+	// compile is then still listed, and its first call is the error an
+	// unlisted tool gets (*UnknownToolError), logged at Error level once
+	// as at a list. For a program that calls one tool and exits (toolhost
+	// call), which would otherwise compile every tool of the backend on
+	// the call's path. Default false: schemas compile at each tools/list,
+	// and a tool whose schemas do not compile is left out of the
+	// catalogue.
+	CompileOnDemand bool
+
 	// Roots are answered to MCP servers' roots/list (MCP 2025-11-25,
 	// client/roots) when the configuration has none for the server ([host]
 	// roots or its own roots win); the roots capability is declared only
@@ -186,6 +198,9 @@ type entry struct {
 	tool *mcp.Tool
 	in   *jsonschema.Schema  // compiled inputSchema; nil: nothing to check
 	out  *jsonschema.Schema  // compiled outputSchema; nil: nothing to check
+	// lazy, when set (Options.CompileOnDemand), compiles in and out: the
+	// call's resolution runs it (resolveCallLayer).
+	lazy func() compiledTool
 	opts *config.ToolOptions // its [tools.NAME] table; nil: none
 }
 
@@ -510,7 +525,7 @@ func (h *Host) rebuild(strict bool) error {
 				c = compileTool(name, t)
 			}
 			in, out, err := c.in, c.out, c.err
-			if err != nil {
+			if err != nil && c.lazy == nil {
 				if key := [3]string{b.name, t.Name, err.Error()}; !h.dropLogged[key] {
 					if h.dropLogged == nil || len(h.dropLogged) >= maxDropLogged {
 						h.dropLogged = map[[3]string]bool{}
@@ -523,7 +538,7 @@ func (h *Host) rebuild(strict bool) error {
 			}
 			cp := *t
 			cp.Name = name
-			tools[name] = entry{b: b, name: t.Name, tool: &cp, in: in, out: out, opts: h.config().Tools[name]}
+			tools[name] = entry{b: b, name: t.Name, tool: &cp, in: in, out: out, lazy: c.lazy, opts: h.config().Tools[name]}
 		}
 	}
 	if len(errs) > 0 && strict {

@@ -50,6 +50,12 @@ func resolveCallLayer(h *Host, next handler) handler {
 				return nil, profileRemoved(o.req.profile)
 			}
 		}
+		if ok && e.lazy != nil {
+			// Options.CompileOnDemand: a tool whose schemas do not compile
+			// is refused as if it were not listed, as without the option.
+			c := e.lazy()
+			e.in, e.out, e.lazy, ok = c.in, c.out, nil, c.err == nil
+		}
 		if !ok {
 			return nil, &UnknownToolError{Name: o.req.name, Similar: similar(o.req.name, o.dst.view.names)}
 		}

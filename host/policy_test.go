@@ -479,3 +479,41 @@ command = "@FIXTURE@"
 		t.Errorf("failure logged %d times, want once (rate-limited)", c)
 	}
 }
+
+// TestCompileOnDemand: with Options.CompileOnDemand (toolhost call) a tool's
+// schemas compile at its first call; a tool whose schema does not compile
+// is then refused as an unlisted one (ErrUnknownTool, logged once), as it
+// is left out of the catalogue without the option, and the rest are
+// validated as before.
+func TestCompileOnDemand(t *testing.T) {
+	h, logs := policyHost(t, `
+[host]
+cache_dir = "@CACHE@"
+
+[servers.fx]
+command = "@FIXTURE@"
+args = ["-extra"]
+`, &host.Options{CompileOnDemand: true})
+	ctx := context.Background()
+	res, err := h.CallTool(ctx, "fx__echo", map[string]any{"text": "hi"})
+	if err != nil || res.IsError {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+	// Validation is on: the inputSchema compiled at the call.
+	res, err = h.CallTool(ctx, "fx__echo", map[string]any{"text": 5})
+	if err != nil || !res.IsError || res.Meta[host.MetaErrorKind] != host.KindInvalidArguments {
+		t.Fatalf("echo with a number: %v %+v, want an invalid_arguments result", err, res)
+	}
+	// And so is the outputSchema's.
+	if _, err := h.CallTool(ctx, "fx__badout", nil); !errors.Is(err, host.ErrInvalidOutput) {
+		t.Errorf("badout: %v, want ErrInvalidOutput", err)
+	}
+	for range 2 {
+		if _, err := h.CallTool(ctx, "fx__badschema", map[string]any{"x": 1}); !errors.Is(err, host.ErrUnknownTool) {
+			t.Fatalf("badschema: %v, want ErrUnknownTool", err)
+		}
+	}
+	if n := strings.Count(logs.String(), "tool dropped: its schema does not compile"); n != 1 {
+		t.Errorf("the dropped tool is logged %d times, want once", n)
+	}
+}

@@ -165,7 +165,7 @@ func (b *backend) attempt() error {
 	if err == nil {
 		// Compiling the schemas is part of the start, under its deadline:
 		// a backend's catalogue costs its own start, not every rebuild.
-		schemas, err = compileTools(ctx, b.prefix, tools)
+		schemas, err = b.compileTools(ctx, tools)
 	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -320,7 +320,7 @@ func (b *backend) listChanged(tr transport.Transport, kind transport.ListKind) {
 	tools, err := tr.ListTools(ctx)
 	var schemas map[string]compiledTool
 	if err == nil {
-		schemas, err = compileTools(ctx, b.prefix, tools)
+		schemas, err = b.compileTools(ctx, tools)
 	}
 	if err != nil {
 		if b.ctx.Err() == nil {

@@ -28,10 +28,13 @@ func (noLoader) Load(url string) (any, error) {
 }
 
 // compiledTool is a tool's input and output schemas compiled, or why they
-// do not compile.
+// do not compile; or, with lazy set (Options.CompileOnDemand), a function
+// that compiles them at its first call and returns that compiledTool
+// (without lazy) at every call.
 type compiledTool struct {
 	in, out *jsonschema.Schema
 	err     error
+	lazy    func() compiledTool
 }
 
 // compileTool compiles t's schemas; name is its catalogue name.
@@ -41,7 +44,28 @@ func compileTool(name string, t *mcp.Tool) compiledTool {
 	if err == nil {
 		out, err = compileSchema(name, "outputSchema", t.OutputSchema)
 	}
-	return compiledTool{in, out, err}
+	return compiledTool{in: in, out: out, err: err}
+}
+
+// compileTools compiles the schemas of b's tools (compileTools), or with
+// hooks.compileOnDemand makes each a lazy compiledTool whose first run
+// compiles it and logs, once, why its schemas do not compile.
+func (b *backend) compileTools(ctx context.Context, tools []*mcp.Tool) (map[string]compiledTool, error) {
+	if !b.hooks.compileOnDemand {
+		return compileTools(ctx, b.prefix, tools)
+	}
+	out := make(map[string]compiledTool, len(tools))
+	for _, t := range tools {
+		name := catalogueName(b.prefix, t.Name)
+		out[t.Name] = compiledTool{lazy: sync.OnceValue(func() compiledTool {
+			c := compileTool(name, t)
+			if c.err != nil {
+				b.logger.Error("tool dropped: its schema does not compile", "tool", t.Name, "error", c.err)
+			}
+			return c
+		})}
+	}
+	return out, nil
 }
 
 // compileTools compiles the schemas of a backend's tools (its own names;

@@ -129,7 +129,9 @@ type cli struct {
 	// backends' first start: the call's one deadline, from the command's
 	// start, covers that wait (the host's resolve layer waits for a
 	// backend coming up within it), so a backend slower to start than its
-	// timeout fails the call at the timeout, not after its start.
+	// timeout fails the call at the timeout, not after its start. It
+	// also compiles only the called tool's schemas
+	// (host.Options.CompileOnDemand).
 	callOnly bool
 	// hostOpts, when set, adjusts withHost's host.Options.
 	hostOpts func(opts *host.Options)
@@ -353,7 +355,7 @@ func (c *cli) withHost(f func(ctx context.Context, h *host.Host) int) int {
 			c.logger.Warn("traces: flushing at exit", "error", err)
 		}
 	}()
-	opts := &host.Options{Logger: c.logger}
+	opts := &host.Options{Logger: c.logger, CompileOnDemand: c.callOnly}
 	if c.serving != nil {
 		// Requests of a server go to the gateway's client that made the
 		// call (stdin may be the protocol).

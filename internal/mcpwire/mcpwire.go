@@ -125,9 +125,13 @@ func DecodeFast(raw []byte) (*mcp.CallToolResult, bool) {
 	if json.Unmarshal(raw, &w) != nil || w.InputRequests != nil {
 		return nil, false
 	}
-	tmpl, ok := resultTypes()[w.ResultType]
-	if !ok {
-		return nil, false
+	var tmpl mcp.CallToolResult // resultType "": no need to build resultTypes
+	if w.ResultType != "" {
+		t, ok := resultTypes()[w.ResultType]
+		if !ok {
+			return nil, false
+		}
+		tmpl = t
 	}
 	res := new(mcp.CallToolResult)
 	*res = tmpl
