@@ -196,8 +196,8 @@ type entry struct {
 	b    *backend
 	name string // backend's own name
 	tool *mcp.Tool
-	in   *jsonschema.Schema  // compiled inputSchema; nil: nothing to check
-	out  *jsonschema.Schema  // compiled outputSchema; nil: nothing to check
+	in   *jsonschema.Schema // compiled inputSchema; nil: nothing to check
+	out  *jsonschema.Schema // compiled outputSchema; nil: nothing to check
 	// lazy, when set (Options.CompileOnDemand), compiles in and out: the
 	// call's resolution runs it (resolveCallLayer).
 	lazy func() compiledTool
