@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	jsonschema "github.com/toolhost/toolhost/internal/jsonschemav6"
 
 	"github.com/toolhost/toolhost/internal/lazyre"
 )
@@ -241,18 +240,14 @@ func ToolPoisonWarnings(name, backend string, t *mcp.Tool) []string {
 }
 
 // WarmUp compiles what the first catalogue build of a process needs and
-// would otherwise compile on its way — the JSON Schema draft 2020-12
-// metaschemas (the draft of tool schemas that name none; ≈1.5 ms) and the
-// tool-poisoning patterns —, so that a caller can run it on a goroutine of
-// its own while its backends start (`toolhost call` does: issue 26, item
-// 3). It is safe to call concurrently with the Host and more than once;
-// later calls cost little.
+// would otherwise compile on its way — the tool-poisoning patterns —, so
+// that a caller can run it on a goroutine of its own while its backends
+// start (`toolhost call` does: issue 26, item 3). The JSON Schema
+// metaschemas are not compiled here: most tools' schemas do not need them
+// (metavalid.go), and the others compile them on their way. It is safe to
+// call concurrently with the Host and more than once; later calls cost
+// little.
 func WarmUp() {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("toolhost:///warm.json", map[string]any{}); err == nil {
-		_, _ = c.Compile("toolhost:///warm.json")
-	}
 	for _, p := range poisonPatterns {
 		p.re.Regexp()
 	}

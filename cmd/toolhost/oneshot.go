@@ -55,17 +55,13 @@ func commandOf(args []string) string {
 	return ""
 }
 
-// warmSchemas runs host.WarmUp on a goroutine of its own: the JSON Schema
-// draft 2020-12 metaschema (the draft of tool schemas that name none) and
-// the tool-poisoning patterns, which the host needs before it can build the
-// catalogue of a started backend: about 2 ms of CPU that a one-shot call
-// would otherwise spend after the backend's tools/list, while here it
-// overlaps the backend's start (its process's start and initialize). The
-// host's compilation waits for this one if it is still running (the
-// patched jsonschema compiles a draft's metaschemas once,
-// internal/jsonschemav6; a lazyre expression compiles once). The caller
-// must call wait before it returns, so that the goroutine does not outlive
-// it.
+// warmSchemas runs host.WarmUp on a goroutine of its own: the
+// tool-poisoning patterns, which the host needs before it can build the
+// catalogue of a started backend, compile while the backend's process
+// starts and initializes instead of after its tools/list. The host's
+// compilation waits for this one if it is still running (a lazyre
+// expression compiles once). The caller must call wait before it returns,
+// so that the goroutine does not outlive it.
 func warmSchemas() (wait func()) {
 	done := make(chan struct{})
 	go func() {

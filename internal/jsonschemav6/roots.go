@@ -13,6 +13,7 @@ type roots struct {
 	vocabularies map[string]*Vocabulary
 	assertVocabs bool
 	bootstrap    *Draft // toolhost: compiling this draft's metaschemas (Draft.compile)
+	metaValid    func(d *Draft, v any) bool // toolhost: Compiler.SkipMetaValidation
 }
 
 func newRoots() *roots {
@@ -237,6 +238,11 @@ func (rr *roots) addSubschema(r *root, ptr jsonPointer) error {
 
 func (rr *roots) validate(r *root, v any, ptr jsonPointer) error {
 	dialect := r.resource(ptr).dialect
+	// toolhost: a schema the caller vouches for is not validated against
+	// its draft's metaschema (Compiler.SkipMetaValidation).
+	if rr.metaValid != nil && dialect.vocabs == nil && rr.metaValid(dialect.draft, v) {
+		return nil
+	}
 	// toolhost: the drafts' metaschemas are compiled at first use, not in
 	// init (draft.go): this one's, and those of every resource of r, whose
 	// dialects the validator's metaResource may switch to.
