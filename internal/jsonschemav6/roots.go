@@ -12,7 +12,7 @@ type roots struct {
 	regexpEngine RegexpEngine
 	vocabularies map[string]*Vocabulary
 	assertVocabs bool
-	bootstrap    *Draft // toolhost: compiling this draft's metaschemas (Draft.compile)
+	bootstrap    *Draft                     // toolhost: compiling this draft's metaschemas (Draft.compile)
 	metaValid    func(d *Draft, v any) bool // toolhost: Compiler.SkipMetaValidation
 }
 
