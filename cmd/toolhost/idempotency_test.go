@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,40 +35,7 @@ func TestIdempotencyReadme(t *testing.T) {
 	toml = strings.Replace(toml, "[store]\n", "[store]\nurl = \"sqlite://"+filepath.Join(state, "toolhost.db")+"\"\n", 1)
 	cfg := writeConfig(t, "[servers.fx]\ncommand = \"@FIXTURE@\"\nargs = [\"-faults\"]\n\n"+toml)
 
-	bin := testutil.GoBinary(t, "./cmd/toolhost")
-	cmd := exec.Command(bin, "--config", cfg, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "HOME="+state)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	drained := make(chan struct{})
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-drained
-		_ = cmd.Wait()
-	}()
-	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)/mcp`)
-	var url string
-	var log strings.Builder
-	for url == "" && sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-		}
-	}
-	go func() {
-		defer close(drained)
-		for sc.Scan() {
-		}
-	}()
-	if url == "" {
-		t.Fatalf("serve did not say where it listens:\n%s", log.String())
-	}
+	url := testutil.ServeHTTP(t, testutil.GoBinary(t, "./cmd/toolhost"), cfg, "XDG_STATE_HOME="+state, "HOME="+state)
 	if !strings.Contains(script, "URL=http://127.0.0.1:8808") {
 		t.Fatalf("the README's script changed:\n%s", script)
 	}

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/testutil"
@@ -29,40 +26,7 @@ func TestRESTReadme(t *testing.T) {
 	cfg := writeConfig(t, "[plugins.jq]\npath = \""+jq+"\"\n\n"+toml)
 	const token = "ops-token-0123456789abcdef"
 
-	bin := testutil.GoBinary(t, "./cmd/toolhost")
-	cmd := exec.Command(bin, "--config", cfg, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "TOOLHOST_OPS_TOKEN="+token)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	drained := make(chan struct{})
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-drained
-		_ = cmd.Wait()
-	}()
-	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)/mcp`)
-	var url string
-	var log strings.Builder
-	for url == "" && sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-		}
-	}
-	go func() {
-		defer close(drained)
-		for sc.Scan() {
-		}
-	}()
-	if url == "" {
-		t.Fatalf("serve did not say where it listens:\n%s", log.String())
-	}
+	url := testutil.ServeHTTP(t, testutil.GoBinary(t, "./cmd/toolhost"), cfg, "TOOLHOST_OPS_TOKEN="+token)
 	if !strings.Contains(script, "URL=http://127.0.0.1:8808") {
 		t.Fatalf("the README's script changed:\n%s", script)
 	}

@@ -1,14 +1,11 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/toolhost/toolhost/internal/testutil"
@@ -44,40 +41,7 @@ func TestInvokeFromNode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--config", cfgPath, "serve", "--listen", "127.0.0.1:0")
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	drained := make(chan struct{})
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-drained // the child exited: its stderr is closed
-		_ = cmd.Wait()
-	}()
-	re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)/mcp`)
-	sc := bufio.NewScanner(stderr)
-	var base string
-	var log strings.Builder
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			base = m[1]
-			break
-		}
-	}
-	go func() { // keep draining the child's stderr
-		defer close(drained)
-		for sc.Scan() {
-		}
-	}()
-	if base == "" {
-		t.Fatalf("serve did not say where it listens:\n%s", log.String())
-	}
+	base := testutil.ServeHTTP(t, bin, cfgPath)
 	out, err := exec.CommandContext(ctx, node, "-e", nodeInvoke, base, "alice-token-0123456789").Output()
 	if err != nil {
 		t.Fatalf("node: %v: %s", err, out)

@@ -70,48 +70,13 @@ func gatewayStdio(b *testing.B, client *mcp.Client, bin, cfgPath string, fast bo
 }
 
 // gatewayServeHTTP starts `toolhost serve --listen 127.0.0.1:0` (bin) on
-// cfgPath as a process of its own, as a user runs it, and connects client
-// to its Streamable HTTP endpoint, which serve names on stderr once it
-// listens. (via=gateway-http serves the same Gateway inside the
-// benchmark's process: its client and its server share one runtime.)
+// cfgPath as a process of its own, as a user runs it (testutil.ServeHTTP),
+// and connects client to its Streamable HTTP endpoint. (via=gateway-http
+// serves the same Gateway inside the benchmark's process: its client and
+// its server share one runtime.)
 func gatewayServeHTTP(b *testing.B, client *mcp.Client, bin, cfgPath string) *mcp.ClientSession {
-	cmd := exec.Command(bin, "--config", cfgPath, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+b.TempDir())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan struct{})
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	const prefix = "toolhost: serving MCP (Streamable HTTP) at "
-	url := make(chan string, 1)
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-				url <- u
-			}
-		}
-		close(url)
-		_ = cmd.Wait()
-	}()
-	u, ok := <-url
-	if !ok {
-		b.Fatal("toolhost serve --listen exited before it served")
-	}
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: u}, nil)
+	base := testutil.ServeHTTP(b, bin, cfgPath, "XDG_STATE_HOME="+b.TempDir())
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
