@@ -18,3 +18,7 @@ func ClientInFlight(g *Gateway, client string) int {
 	}
 	return 0
 }
+
+// FastHTTPServed is the number of tools/call requests the Streamable HTTP
+// fast path has served.
+func FastHTTPServed() int64 { return fastHTTPServed.Load() }

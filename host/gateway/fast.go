@@ -378,17 +378,25 @@ func (ft *fastTransport) fastParse(line []byte) *fastCall {
 // ninth of the gateway child's CPU; FuzzParseCall holds it to that
 // decoding, parseCallMaps in fast_internal_test.go.)
 func parseCall(line []byte) *fastCall {
-	body, ok := bytes.CutSuffix(line, []byte("}\n"))
+	obj, ok := bytes.CutSuffix(line, []byte("\n"))
 	if !ok {
-		if body, ok = bytes.CutSuffix(line, []byte("}\r\n")); !ok {
-			return nil
-		}
+		return nil
 	}
-	if len(body) == 0 || body[0] != '{' || !json.Valid(line) {
+	obj = bytes.TrimSuffix(obj, []byte("\r"))
+	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
+		return nil
+	}
+	return parseRequest(obj)
+}
+
+// parseRequest is parseCall of obj, the text of one JSON object with
+// nothing before or after it.
+func parseRequest(obj []byte) *fastCall {
+	if !json.Valid(obj) {
 		return nil
 	}
 	var id, params []byte
-	seen, ok := members(line, func(key, v []byte) uint8 {
+	seen, ok := members(obj, func(key, v []byte) uint8 {
 		switch string(key) {
 		case "jsonrpc":
 			if bytes.Equal(v, rpcVersion) {
@@ -420,7 +428,7 @@ func parseCall(line []byte) *fastCall {
 		if plainASCII(id) {
 			fc.id = bytes.Clone(id)
 		} else {
-			fc.id, _ = json.Marshal(s)
+			fc.id = marshalID(s)
 		}
 	} else {
 		n, err := strconv.ParseInt(string(id), 10, 64)
@@ -510,6 +518,17 @@ func plainASCII(s []byte) bool {
 	return true
 }
 
+// marshalID is the JSON text of the string id s as the go-sdk writes it
+// back (jsonrpc2.EncodeMessage, go-sdk v1.8.0: encoding/json without HTML
+// escapes).
+func marshalID(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
 // jsonString decodes the JSON string s (with its quotes; valid JSON), as
 // encoding/json does: invalid UTF-8 becomes U+FFFD.
 func jsonString(s []byte) (string, bool) {
@@ -589,8 +608,25 @@ func (ft *fastTransport) start(fc *fastCall) (context.Context, bool) {
 // (MCP 2025-11-25 basic/utilities/cancellation). The line goes to the
 // go-sdk too, for its own calls.
 func (ft *fastTransport) noteCancel(line []byte) {
-	if !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+	key, ok := cancelKey(line)
+	if !ok {
 		return
+	}
+	ft.mu.Lock()
+	cancel := ft.live[key]
+	ft.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+var cancelledMethod = []byte(`"notifications/cancelled"`)
+
+// cancelKey returns the fastCall.key of the request a
+// notifications/cancelled message names, and false for any other message.
+func cancelKey(msg []byte) (string, bool) {
+	if !bytes.Contains(msg, cancelledMethod) {
+		return "", false
 	}
 	var n struct {
 		Method string `json:"method"`
@@ -598,29 +634,22 @@ func (ft *fastTransport) noteCancel(line []byte) {
 			RequestID json.RawMessage `json:"requestId"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(line, &n) != nil || n.Method != "notifications/cancelled" {
-		return
+	if json.Unmarshal(msg, &n) != nil || n.Method != "notifications/cancelled" {
+		return "", false
 	}
-	var key string
 	switch id := n.Params.RequestID; {
 	case len(id) > 0 && id[0] == '"':
 		var s string
 		if json.Unmarshal(id, &s) != nil {
-			return
+			return "", false
 		}
-		key = "s" + s
+		return "s" + s, true
 	default:
 		i, err := strconv.ParseInt(string(id), 10, 64)
 		if err != nil {
-			return
+			return "", false
 		}
-		key = "n" + strconv.FormatInt(i, 10)
-	}
-	ft.mu.Lock()
-	cancel := ft.live[key]
-	ft.mu.Unlock()
-	if cancel != nil {
-		cancel()
+		return "n" + strconv.FormatInt(i, 10), true
 	}
 }
 
@@ -641,11 +670,18 @@ func (ft *fastTransport) serve(ctx context.Context, fc *fastCall) {
 	b := ft.bound.Load()
 	req := &mcp.CallToolRequest{Session: b.ss, Params: &mcp.CallToolParamsRaw{Meta: fc.meta, Name: fc.name, Arguments: fc.args}}
 	res, err := b.mh(ctx, "tools/call", req)
+	_, _ = ft.write(append(ft.g.fastResponse(res, err, fc, b.ss, 1), '\n'))
+}
+
+// fastResponse is the JSON-RPC response to fc, a call whose handler
+// returned r and err, as the go-sdk would write it, with room for extra
+// bytes more.
+func (g *Gateway) fastResponse(r mcp.Result, err error, fc *fastCall, ss *mcp.ServerSession, extra int) []byte {
 	var body []byte
 	if err == nil {
-		body, err = ft.result(res, fc, b.ss)
+		body, err = g.fastResult(r, fc, ss)
 	}
-	out := make([]byte, 0, len(body)+len(fc.id)+40)
+	out := make([]byte, 0, len(body)+len(fc.id)+40+extra)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, fc.id...)
 	if err != nil {
@@ -656,15 +692,14 @@ func (ft *fastTransport) serve(ctx context.Context, fc *fastCall) {
 		out = append(out, `,"result":`...)
 		out = append(out, body...)
 	}
-	out = append(out, "}\n"...)
-	_, _ = ft.write(out)
+	return append(out, '}')
 }
 
-// result encodes a call's result as the go-sdk's Server.callTool and
+// fastResult encodes a call's result as the go-sdk's Server.callTool and
 // ServerSession.handle would (go-sdk v1.8.0): resultType "complete" or
 // "input_required" for a 2026-07-28 session, content [] rather than null,
 // the server's identity in _meta for a 2026-07-28 request.
-func (ft *fastTransport) result(r mcp.Result, fc *fastCall, ss *mcp.ServerSession) ([]byte, error) {
+func (g *Gateway) fastResult(r mcp.Result, fc *fastCall, ss *mcp.ServerSession) ([]byte, error) {
 	res, _ := r.(*mcp.CallToolResult)
 	if res == nil {
 		return []byte("null"), nil
@@ -692,7 +727,7 @@ func (ft *fastTransport) result(r mcp.Result, fc *fastCall, ss *mcp.ServerSessio
 			for k, v := range cp.Meta {
 				m[k] = v
 			}
-			m[mcp.MetaKeyServerInfo] = ft.g.impl()
+			m[mcp.MetaKeyServerInfo] = g.impl()
 			cp.Meta = m
 		}
 	}

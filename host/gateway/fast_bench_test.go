@@ -74,8 +74,8 @@ func gatewayStdio(b *testing.B, client *mcp.Client, bin, cfgPath string, fast bo
 // and connects client to its Streamable HTTP endpoint. (via=gateway-http
 // serves the same Gateway inside the benchmark's process: its client and
 // its server share one runtime.)
-func gatewayServeHTTP(b *testing.B, client *mcp.Client, bin, cfgPath string) *mcp.ClientSession {
-	base := testutil.ServeHTTP(b, bin, cfgPath, "XDG_STATE_HOME="+b.TempDir())
+func gatewayServeHTTP(b *testing.B, client *mcp.Client, bin, cfgPath string, env ...string) *mcp.ClientSession {
+	base := testutil.ServeHTTP(b, bin, cfgPath, append(env, "XDG_STATE_HOME="+b.TempDir())...)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -204,6 +204,15 @@ func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 		// client that declares nothing has it run inline.
 		bare := mcp.NewClient(&mcp.Implementation{Name: "bench"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 		ways = append(ways, hopSession{"gateway-stdio-bare", gatewayStdio(b, bare, bin, cfgPath, true), "fx__echo"})
+		// Over HTTP, only a client that declares none of elicitation,
+		// sampling and roots has its calls taken by the fast path
+		// (fasthttp.go); -sdk is the same with the fast path off.
+		ways = append(ways,
+			hopSession{"gateway-http-serve-bare", gatewayServeHTTP(b, bare, bin, cfgPath), "fx__echo"},
+			hopSession{"gateway-http-serve-bare-sdk", gatewayServeHTTP(b, bare, bin, cfgPath, gateway.FastPathEnv+"=off"), "fx__echo"})
+		if os.Getenv(MCPProxyEnv) != "" {
+			ways = append(ways, hopSession{"mcp-proxy-bare", mcpProxy(b, bare), "echo"})
+		}
 		if base := os.Getenv(BaselineEnv); base != "" {
 			ways = append(ways, hopSession{"gateway-stdio-base", gatewayStdio(b, client, base, cfgPath, true), "fx__echo"})
 		}

@@ -36,7 +36,7 @@ func parseCallMaps(line []byte) *fastCall {
 			return nil
 		}
 		fc.key = "s" + s
-		fc.id, _ = json.Marshal(s)
+		fc.id = marshalID(s) // as the go-sdk writes it: no HTML escapes
 	default:
 		n, err := strconv.ParseInt(string(id), 10, 64)
 		if err != nil || n > maxExactID || n < -maxExactID {

@@ -391,15 +391,16 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 // go-sdk's rule for /mcp, applied to all), and a response written before
 // the request's body was read to its end closes the connection.
 func (g *Gateway) Handler() http.Handler {
+	// [serve] session_timeout is the guard's to keep (guard.posting): the
+	// go-sdk's timer would not see the POSTs the fast path serves.
 	mcpHandler := mcp.NewStreamableHTTPHandler(g.serverFor, &mcp.StreamableHTTPOptions{
-		Stateless:      g.serve.Stateless,
-		SessionTimeout: g.serve.SessionTimeout.Std(),
+		Stateless: g.serve.Stateless,
 	})
 	// Cross-origin check, then the request guard (ids, batches, sessions per
 	// client: guard.go), then call tracking, whose DELETE cancels only what
 	// the go-sdk will accept (guard.deleteAccepted), then a deadline on every
 	// write to a stream ([serve] write_timeout: slow consumers, notify.go).
-	var h http.Handler = g.writeDeadlines(mcpHandler)
+	var h http.Handler = g.writeDeadlines(g.fastHTTP(mcpHandler))
 	h = http.NewCrossOriginProtection().Handler(g.guard.http(g.calls.track(h, g.guard.deleteAccepted)))
 	h = limitBody(h, int64(g.serve.MaxBody))
 	open := h

@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -67,6 +68,9 @@ var boundedMethods = map[string]bool{
 type guard struct {
 	g *Gateway
 
+	// timeout is [serve] session_timeout as at New (0: none).
+	timeout time.Duration
+
 	mu        sync.Mutex
 	sessions  map[string]*guardSession   // by Mcp-Session-Id
 	clients   map[string]*clientUse      // by client name (ClientHTTP without tokens)
@@ -75,16 +79,43 @@ type guard struct {
 
 type guardSession struct {
 	ss      *mcp.ServerSession
-	version string // the protocol version negotiated at initialize
-	userID  string // TokenInfo.UserID at initialize: who may use and DELETE it (the go-sdk's rule)
-	client  string // whose max_sessions slot it holds, once counted
+	ps      *profileServer // the profile server it was opened on
+	version string         // the protocol version negotiated at initialize
+	userID  string         // TokenInfo.UserID at initialize: who may use and DELETE it (the go-sdk's rule)
+	client  string         // whose max_sessions slot it holds, once counted
 	counted bool
+
+	// [serve] session_timeout, kept here rather than by the go-sdk (its
+	// timer does not see the POSTs the fast path serves, fasthttp.go):
+	// timer closes the session once no POST of it has been in progress
+	// for the timeout; posts counts those in progress. nil timer: no
+	// timeout, or the session has ended.
+	timer *time.Timer
+	posts int
+
+	// The HTTP fast path (fasthttp.go): its calls in flight, by
+	// fastCall.key, and the chain it runs them through (fastChain of ps,
+	// made at the first).
+	live map[string]context.CancelFunc
+	mh   mcp.MethodHandler
+	asks map[string]chan askReplyMsg // requests to the client awaiting its answer, by id
+}
+
+// owns reports whether r comes from the client that opened s: the same
+// token's client, when s was opened with one (the go-sdk's rule against
+// session hijacking, lookupSession in v1.8.0).
+func (s *guardSession) owns(r *http.Request) bool {
+	if s.userID == "" {
+		return true
+	}
+	ti := auth.TokenInfoFromContext(r.Context())
+	return ti != nil && ti.UserID == s.userID
 }
 
 type clientUse struct{ sessions, inflight int }
 
 func newGuard(g *Gateway) *guard {
-	return &guard{g: g, sessions: map[string]*guardSession{}, clients: map[string]*clientUse{}, inSession: map[*mcp.ServerSession]int{}}
+	return &guard{g: g, timeout: g.serve.SessionTimeout.Std(), sessions: map[string]*guardSession{}, clients: map[string]*clientUse{}, inSession: map[*mcp.ServerSession]int{}}
 }
 
 // limits returns the limits of the client of ti (nil: no token) and the
@@ -161,7 +192,10 @@ func (gd *guard) http(next http.Handler) http.Handler {
 			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		r.Body = io.NopCloser(&body)
+		r.Body = &postBody{Reader: bytes.NewReader(body.Bytes()), b: body.Bytes()}
+		if sid != "" {
+			defer gd.posting(r, sid)()
+		}
 		if sid != "" && !sc.batch && sc.id != nil && boundedMethods[sc.method] {
 			if msg := gd.busy(r, sid); msg != "" {
 				writeRPCError(w, http.StatusOK, sc.id, CodeTooManyRequests, msg)
@@ -222,10 +256,52 @@ func (gd *guard) batchRefusal(sid string, n int) string {
 	return ""
 }
 
-// middleware is the receiving middleware of every profile's server: it
-// learns the version each HTTP session negotiates (for batches) and keeps
-// requests that reach backends within max_concurrent.
-func (gd *guard) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+// postBody is a POST body the guard has read: the fast path takes its
+// bytes as they are (fasthttp.go), the go-sdk reads it.
+type postBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*postBody) Close() error { return nil }
+
+// posting notes a POST to session sid in progress, from the client that
+// opened it, until the returned function is called: the session's timeout
+// waits (as the go-sdk's own, sessionInfo.startPOST in v1.8.0: only
+// POSTs hold it off).
+func (gd *guard) posting(r *http.Request, sid string) func() {
+	if gd.timeout <= 0 {
+		return func() {}
+	}
+	gd.mu.Lock()
+	defer gd.mu.Unlock()
+	s := gd.sessions[sid]
+	if s == nil || s.timer == nil || !s.owns(r) {
+		return func() {}
+	}
+	if s.posts == 0 {
+		s.timer.Stop()
+	}
+	s.posts++
+	return func() {
+		gd.mu.Lock()
+		defer gd.mu.Unlock()
+		if s.posts--; s.posts == 0 && s.timer != nil {
+			s.timer.Reset(gd.timeout)
+		}
+	}
+}
+
+// middleware returns the receiving middleware of ps, a profile's server:
+// it learns the version each HTTP session negotiates (for batches) and
+// keeps requests that reach backends within max_concurrent.
+func (gd *guard) middleware(ps *profileServer) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return gd.limit(ps, next)
+	}
+}
+
+func (gd *guard) limit(ps *profileServer, next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
 		if ss == nil {
@@ -234,7 +310,7 @@ func (gd *guard) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method == "initialize" {
 			res, err := next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				gd.learn(ss, req.GetExtra(), ir.ProtocolVersion)
+				gd.learn(ss, ps, req.GetExtra(), ir.ProtocolVersion)
 			}
 			return res, err
 		}
@@ -252,12 +328,12 @@ func (gd *guard) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // learn records an HTTP session that completed initialize, until it ends
 // (DELETE, session_timeout, its profile no longer served).
-func (gd *guard) learn(ss *mcp.ServerSession, extra *mcp.RequestExtra, version string) {
+func (gd *guard) learn(ss *mcp.ServerSession, ps *profileServer, extra *mcp.RequestExtra, version string) {
 	id := ss.ID()
 	if id == "" || gd.g.serve.Stateless || extra == nil || extra.Header == nil {
 		return
 	}
-	s := &guardSession{ss: ss, version: version}
+	s := &guardSession{ss: ss, ps: ps, version: version, live: map[string]context.CancelFunc{}}
 	if extra.TokenInfo != nil {
 		s.userID = extra.TokenInfo.UserID
 	}
@@ -267,6 +343,9 @@ func (gd *guard) learn(ss *mcp.ServerSession, extra *mcp.RequestExtra, version s
 		gd.mu.Unlock()
 		return
 	}
+	if gd.timeout > 0 {
+		s.timer = time.AfterFunc(gd.timeout, func() { _ = ss.Close() })
+	}
 	gd.sessions[id] = s
 	gd.mu.Unlock()
 	// The session's connection ends with it; so does this goroutine.
@@ -274,6 +353,10 @@ func (gd *guard) learn(ss *mcp.ServerSession, extra *mcp.RequestExtra, version s
 		_ = ss.Wait()
 		gd.mu.Lock()
 		defer gd.mu.Unlock()
+		if s.timer != nil {
+			s.timer.Stop()
+			s.timer = nil
+		}
 		if gd.sessions[id] == s {
 			delete(gd.sessions, id)
 			if s.counted {

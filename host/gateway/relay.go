@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -133,6 +134,18 @@ func Roots(ctx context.Context, req *host.RootsRequest) ([]*mcp.Root, bool, erro
 	ss, err := relayTarget(ctx, req.Backend, req.Call, "roots", func(c *mcp.ClientCapabilities) bool { return c.RootsV2 != nil || c.Roots.ListChanged })
 	if err != nil {
 		return nil, false, nil
+	}
+	if st := fastStreamIn(ctx); st != nil {
+		// A call the HTTP fast path serves: on its stream (fasthttp.go).
+		raw, err := st.ask(ctx, "roots/list", struct{}{})
+		if err != nil {
+			return nil, false, err
+		}
+		var res mcp.ListRootsResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, false, fmt.Errorf("gateway: the client's roots/list result: %w", err)
+		}
+		return res.Roots, true, nil
 	}
 	res, err := ss.ListRoots(ctx, nil)
 	if err != nil {

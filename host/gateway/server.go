@@ -96,8 +96,8 @@ func (g *Gateway) newServer(profile string, view host.Catalogue) *profileServer 
 	ps.receiving = []mcp.Middleware{ // the last outermost; the stdio fast path runs the same (fast.go fastChain)
 		ps.trackLevels,
 		ps.callComing,
-		ps.callHidden,      // tool search: tools/call of tools search mode does not list
-		g.guard.middleware, // max_concurrent, versions (guard.go)
+		ps.callHidden,          // tool search: tools/call of tools search mode does not list
+		g.guard.middleware(ps), // max_concurrent, versions (guard.go)
 	}
 	for _, mw := range ps.receiving {
 		// One at a time: each wraps the ones before it (one variadic
