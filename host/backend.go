@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -48,6 +49,9 @@ type backend struct {
 	// timeoutFrom says where timeout comes from (timeoutOwn, timeoutHost,
 	// timeoutDefault), for the error of a call whose deadline passed.
 	timeoutFrom int
+	// deadlineErr is the cause of a call bounded by timeout (bound), made
+	// at its first call.
+	deadlineErr atomic.Pointer[DeadlineError]
 	logger      hclog.Logger
 	sv          config.Supervision
 	// newTr builds a fresh, unconnected transport; onChange receives its

@@ -74,7 +74,14 @@ func (b *backend) bound(ctx context.Context, start time.Time) (context.Context, 
 	if start.IsZero() {
 		start = time.Now()
 	}
-	return context.WithDeadlineCause(ctx, start.Add(b.timeout), &DeadlineError{By: b.timeoutName()})
+	e := b.deadlineErr.Load()
+	if e == nil {
+		// One per backend (its timeout is fixed when it is built), not
+		// a Sprintf per call.
+		e = &DeadlineError{By: b.timeoutName()}
+		b.deadlineErr.Store(e)
+	}
+	return context.WithDeadlineCause(ctx, start.Add(b.timeout), e)
 }
 
 // toolBound is bound for a tool with its own timeout d ([tools.NAME]

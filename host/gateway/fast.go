@@ -330,6 +330,10 @@ type fastCall struct {
 	args  json.RawMessage
 	meta  mcp.Meta
 	newer bool // the request names protocol 2026-07-28 or later (SEP-2575)
+	// plainID: id is the id exactly as sent (a string of printable ASCII
+	// with no escape, or an integer written plainly), which the guard's
+	// checkID always accepts.
+	plainID bool
 }
 
 // maxExactID is the largest integer id a float64 holds exactly (2^53).
@@ -440,6 +444,7 @@ func parseRequest(obj []byte) *fastCall {
 		fc.key = "n" + strconv.FormatInt(n, 10)
 		fc.id = strconv.AppendInt(nil, n, 10)
 	}
+	fc.plainID = bytes.Equal(fc.id, id)
 	if params[0] != '{' {
 		return nil
 	}

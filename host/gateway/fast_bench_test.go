@@ -204,15 +204,8 @@ func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 		// client that declares nothing has it run inline.
 		bare := mcp.NewClient(&mcp.Implementation{Name: "bench"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 		ways = append(ways, hopSession{"gateway-stdio-bare", gatewayStdio(b, bare, bin, cfgPath, true), "fx__echo"})
-		// Over HTTP, only a client that declares none of elicitation,
-		// sampling and roots has its calls taken by the fast path
-		// (fasthttp.go); -sdk is the same with the fast path off.
-		ways = append(ways,
-			hopSession{"gateway-http-serve-bare", gatewayServeHTTP(b, bare, bin, cfgPath), "fx__echo"},
-			hopSession{"gateway-http-serve-bare-sdk", gatewayServeHTTP(b, bare, bin, cfgPath, gateway.FastPathEnv+"=off"), "fx__echo"})
-		if os.Getenv(MCPProxyEnv) != "" {
-			ways = append(ways, hopSession{"mcp-proxy-bare", mcpProxy(b, bare), "echo"})
-		}
+		// gateway-http-serve with the HTTP fast path (fasthttp.go) off.
+		ways = append(ways, hopSession{"gateway-http-serve-sdk", gatewayServeHTTP(b, client, bin, cfgPath, gateway.FastPathEnv+"=off"), "fx__echo"})
 		if base := os.Getenv(BaselineEnv); base != "" {
 			ways = append(ways, hopSession{"gateway-stdio-base", gatewayStdio(b, client, base, cfgPath, true), "fx__echo"})
 		}

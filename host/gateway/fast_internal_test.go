@@ -161,6 +161,9 @@ func FuzzParseCall(f *testing.F) {
 		if want == nil {
 			t.Fatalf("parseCall took %q, which the maps left to the go-sdk", line)
 		}
+		if got.plainID && checkID(got.id) != nil {
+			t.Fatalf("%q: a plain id %s the guard's checkID refuses", line, got.id)
+		}
 		if got.key != want.key || !bytes.Equal(got.id, want.id) || got.name != want.name || !bytes.Equal(got.args, want.args) ||
 			got.newer != want.newer || !reflect.DeepEqual(got.meta, want.meta) {
 			t.Fatalf("%q:\n one pass %+v\n maps     %+v", line, *got, *want)

@@ -88,7 +88,7 @@ func (g *Gateway) fastHTTP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			if pb, ok := r.Body.(*postBody); ok {
-				if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && g.fastPOST(w, r, sid, bytes.TrimSpace(pb.b)) {
+				if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && g.fastPOST(w, r, sid, bytes.TrimSpace(pb.b), pb.fc) {
 					return
 				}
 			}
@@ -98,8 +98,9 @@ func (g *Gateway) fastHTTP(next http.Handler) http.Handler {
 }
 
 // fastPOST serves r, a POST to session sid with body body, when the fast
-// path takes it (see the top of this file), and reports whether it did.
-func (g *Gateway) fastPOST(w http.ResponseWriter, r *http.Request, sid string, body []byte) bool {
+// path takes it (see the top of this file), and reports whether it did;
+// fc is parseRequest's reading of body, when the guard made it.
+func (g *Gateway) fastPOST(w http.ResponseWriter, r *http.Request, sid string, body []byte, fc *fastCall) bool {
 	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' || !fastHeaders(r) {
 		return false
 	}
@@ -141,7 +142,9 @@ func (g *Gateway) fastPOST(w http.ResponseWriter, r *http.Request, sid string, b
 	if ip == nil || (ip.Capabilities != nil && (ip.Capabilities.Elicitation != nil || ip.Capabilities.Sampling != nil)) {
 		return false
 	}
-	fc := parseRequest(body)
+	if fc == nil {
+		fc = parseRequest(body)
+	}
 	if fc == nil || fc.newer || !s.ps.fastHas(fc.name) {
 		return false
 	}

@@ -165,18 +165,39 @@ func (gd *guard) http(next http.Handler) http.Handler {
 		// A batch where none is allowed is refused before its body is
 		// read (what is left unread, net/http discards or drops with the
 		// connection).
-		br := bufio.NewReader(r.Body)
+		br := bodyReaders.Get().(*bufio.Reader)
+		br.Reset(r.Body)
+		defer func() {
+			br.Reset(nil)
+			bodyReaders.Put(br)
+		}()
 		if startsArray(br) {
 			if msg := gd.batchRefusal(sid, 0); msg != "" {
 				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, msg)
 				return
 			}
 		}
+		// The body, up to max_body; on a read error, what came, whose
+		// refusals come first (as when it was scanned while read).
 		var body bytes.Buffer
-		sc, err := scanBody(io.TeeReader(br, &body))
-		if err != nil {
-			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
-			return
+		_, rerr := io.Copy(&body, br)
+		// A tools/call the fast path's parser takes needs no scan: its id
+		// as sent is one checkID accepts (plainID), or the scan decides.
+		var fc *fastCall
+		var sc scanned
+		if rerr == nil {
+			if fc = parseRequest(bytes.TrimSpace(body.Bytes())); fc != nil && !fc.plainID {
+				fc = nil
+			}
+		}
+		if fc != nil {
+			sc = scanned{n: 1, method: "tools/call", id: fc.id}
+		} else {
+			var err error
+			if sc, err = scanBody(bytes.NewReader(body.Bytes())); err != nil {
+				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+				return
+			}
 		}
 		if sc.batch {
 			if msg := gd.batchRefusal(sid, sc.n); msg != "" {
@@ -184,15 +205,15 @@ func (gd *guard) http(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if _, err := io.Copy(&body, br); err != nil {
-			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		if rerr != nil {
+			if mbe := (*http.MaxBytesError)(nil); errors.As(rerr, &mbe) {
 				http.Error(w, fmt.Sprintf("request body exceeds the limit of %d bytes ([serve] max_body)", mbe.Limit), http.StatusRequestEntityTooLarge)
 				return
 			}
-			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			http.Error(w, "reading the request body: "+rerr.Error(), http.StatusBadRequest)
 			return
 		}
-		r.Body = &postBody{Reader: bytes.NewReader(body.Bytes()), b: body.Bytes()}
+		r.Body = &postBody{Reader: bytes.NewReader(body.Bytes()), b: body.Bytes(), fc: fc}
 		if sid != "" {
 			defer gd.posting(r, sid)()
 		}
@@ -260,8 +281,12 @@ func (gd *guard) batchRefusal(sid string, n int) string {
 // bytes as they are (fasthttp.go), the go-sdk reads it.
 type postBody struct {
 	*bytes.Reader
-	b []byte
+	b  []byte
+	fc *fastCall // the tools/call parseRequest read of b, if any
 }
+
+// bodyReaders are the guard's readers of POST bodies (4 KiB buffers).
+var bodyReaders = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
 
 func (*postBody) Close() error { return nil }
 
