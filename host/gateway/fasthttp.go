@@ -33,9 +33,11 @@ package gateway
 //     checks those against the body);
 //   - the body is one tools/call parseRequest takes (no logLevel in its
 //     _meta, params of name, arguments and _meta only...), of a tool the
-//     profile server registered (fastHas), with no progressToken, in a
-//     session that set no log level: a call that asks for progress or
-//     logs has notifications on its stream, and the go-sdk has it;
+//     profile server registered (fastHas), in a session that set no log
+//     level (the go-sdk filters the log messages it relays by that level,
+//     in code of its own). A progressToken is the fast path's: the
+//     backend's progress reports go on the call's stream
+//     (fastStream.notify, from the relay), encoded as the go-sdk's;
 //   - the session's client declared neither elicitation nor sampling: a
 //     backend's elicitation/create or sampling/createMessage during the
 //     call would go to the client on the call's stream, with the checks
@@ -148,9 +150,6 @@ func (g *Gateway) fastPOST(w http.ResponseWriter, r *http.Request, sid string, b
 	if fc == nil || fc.newer || !s.ps.fastHas(fc.name) {
 		return false
 	}
-	if _, ok := fc.meta["progressToken"]; ok {
-		return false
-	}
 	req := &mcp.CallToolRequest{
 		Session: s.ss,
 		Params:  &mcp.CallToolParamsRaw{Meta: fc.meta, Name: fc.name, Arguments: fc.args},
@@ -243,6 +242,23 @@ func (st *fastStream) send(msg []byte, last bool) error {
 		return nil
 	}
 	return http.NewResponseController(st.w).Flush()
+}
+
+// notify sends the client a notification (method, params) on the
+// stream, encoded as the go-sdk encodes its own (jsonrpc2.EncodeMessage:
+// encoding/json without HTML escapes).
+func (st *fastStream) notify(method string, params any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", method, params}); err != nil {
+		return err
+	}
+	return st.send(bytes.TrimSuffix(b.Bytes(), []byte("\n")), false)
 }
 
 // askSeq numbers the fast path's requests to clients (their ids).

@@ -331,6 +331,7 @@ func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 			// and relay its reports (under the client's token) and its
 			// log messages, in order, before the result.
 			r := startRelay(ctx, req.Session)
+			r.stream = fastStreamIn(ctx) // a call of the HTTP fast path: on its stream (fasthttp.go)
 			if tok != nil {
 				ctx = host.WithProgress(ctx, r.progress(tok))
 			}
@@ -436,6 +437,7 @@ type relay struct {
 	done   chan struct{}
 	ctx    context.Context
 	ss     *mcp.ServerSession
+	stream *fastStream // progress goes here rather than through ss when set
 }
 
 func startRelay(ctx context.Context, ss *mcp.ServerSession) *relay {
@@ -465,7 +467,12 @@ func (r *relay) send(f func()) {
 func (r *relay) progress(token any) func(host.Progress) {
 	return func(p host.Progress) {
 		r.send(func() {
-			_ = r.ss.NotifyProgress(r.ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+			params := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message}
+			if r.stream != nil {
+				_ = r.stream.notify("notifications/progress", params)
+				return
+			}
+			_ = r.ss.NotifyProgress(r.ctx, params)
 		})
 	}
 }
