@@ -153,6 +153,50 @@ func mcpProxy(b *testing.B, client *mcp.Client) *mcp.ClientSession {
 	return cs
 }
 
+// httpRelay starts testdata/httprelay (the floor of any Streamable HTTP
+// gateway: an HTTP hop and a process that copies messages) in front of
+// the fixture, and connects client to it.
+func httpRelay(b *testing.B, client *mcp.Client) *mcp.ClientSession {
+	cmd := exec.Command(testutil.GoBinary(b, "./testdata/httprelay"), testutil.Fixture(b))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				addr <- a
+			}
+		}
+		close(addr)
+	}()
+	var base string
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			b.Fatal("httprelay exited before it listened")
+		}
+		base = a
+	case <-time.After(5 * time.Minute):
+		b.Fatal("httprelay did not listen in 5 minutes")
+	}
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // benchHop adds BenchmarkGatewayCall's variants of issue 26 (items 1 and
 // 5): via=gateway-stdio-sdk (the gateway with its stdio fast path off),
 // via=mcp-proxy (TBXark/mcp-proxy over Streamable HTTP, when MCPProxyEnv
@@ -194,6 +238,7 @@ func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 			{"gateway-stdio-sdk", gatewayStdio(b, client, bin, cfgPath, false), "fx__echo"},
 			{"gateway-http", http, "fx__echo"},
 			{"gateway-http-serve", gatewayServeHTTP(b, client, bin, cfgPath), "fx__echo"},
+			{"http-relay", httpRelay(b, client), "echo"},
 		}
 		if os.Getenv(MCPProxyEnv) != "" {
 			ways = append(ways, hopSession{"mcp-proxy", mcpProxy(b, client), "echo"})
