@@ -196,9 +196,10 @@ type fastStream struct {
 	s  *guardSession
 	w  http.ResponseWriter
 
-	mu    sync.Mutex
-	wrote bool // an event went out (and was flushed)
-	done  bool // the response went out: nothing more may
+	mu      sync.Mutex
+	wrote   bool            // an event went out (and was flushed)
+	done    bool            // the response went out: nothing more may
+	pending map[string]bool // ids of requests sent on it and not answered or cancelled
 }
 
 type fastStreamKey struct{}
@@ -218,9 +219,34 @@ var errStreamDone = errors.New("gateway: the call's response stream has ended")
 // then sends it in one write with a Content-Length, where a flushed,
 // chunked stream would need a second write for its end, which the client
 // waits for.
+//
+// Before the response, each request sent on the stream that the client
+// has not answered is cancelled (notifications/cancelled): the call no
+// longer waits for it, and its waiter may not have seen that yet.
 func (st *fastStream) send(msg []byte, last bool) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if last {
+		for id := range st.pending {
+			if err := st.write(cancelledMsg(id, "the call it was sent for has ended"), false); err != nil {
+				return err
+			}
+		}
+		clear(st.pending)
+	}
+	return st.write(msg, last)
+}
+
+// cancelledMsg is notifications/cancelled for the request id (MCP
+// 2025-11-25 basic/utilities/cancellation).
+func cancelledMsg(id, reason string) []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+		"params": map[string]any{"requestId": id, "reason": reason}})
+	return b
+}
+
+// write is send with st.mu held, without the cancellations.
+func (st *fastStream) write(msg []byte, last bool) error {
 	if st.done {
 		return errStreamDone
 	}
@@ -298,19 +324,34 @@ func (st *fastStream) ask(ctx context.Context, method string, params any) (json.
 		delete(st.s.asks, id)
 		gd.mu.Unlock()
 	}()
-	if err := st.send(msg, false); err != nil {
+	st.mu.Lock()
+	err = st.write(msg, false)
+	if err == nil {
+		if st.pending == nil {
+			st.pending = map[string]bool{}
+		}
+		st.pending[id] = true
+	}
+	st.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	select {
 	case r := <-ch:
+		st.mu.Lock()
+		delete(st.pending, id)
+		st.mu.Unlock()
 		if r.err != nil {
 			return nil, r.err
 		}
 		return r.result, nil
 	case <-ctx.Done():
-		cancelled, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
-			"params": map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()}})
-		_ = st.send(cancelled, false)
+		st.mu.Lock()
+		if st.pending[id] {
+			delete(st.pending, id)
+			_ = st.write(cancelledMsg(id, context.Cause(ctx).Error()), false)
+		}
+		st.mu.Unlock()
 		return nil, ctx.Err()
 	}
 }
@@ -368,7 +409,11 @@ func fastHeaders(r *http.Request) bool {
 			}
 		}
 	}
-	if !jsonOK || !streamOK || sdkRefuses(r) {
+	// (What else the go-sdk refuses before it looks at the session,
+	// sdkRefuses, cannot reach here: front refused a foreign Host on a
+	// loopback listener, and fastPOST takes only the version the
+	// session negotiated.)
+	if !jsonOK || !streamOK {
 		return false
 	}
 	for k := range r.Header {

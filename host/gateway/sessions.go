@@ -85,7 +85,7 @@ func (f *inflight) track(next http.Handler, accepted func(r *http.Request, sessi
 			f.end(func(c *call) bool { return c.ss != nil && c.ss.ID() == id })
 		}
 		tag := strconv.FormatUint(f.next.Add(1), 10)
-		r.Header.Set(tagHeader, tag)
+		r.Header[tagHeader] = []string{tag} // tagHeader is in canonical form
 		stop := context.AfterFunc(r.Context(), func() {
 			f.end(func(c *call) bool { return c.tag == tag })
 		})
