@@ -109,42 +109,10 @@ func mcpProxy(b *testing.B, client *mcp.Client) *mcp.ClientSession {
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-config", path)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
 	// It logs "All clients initialized" once it serves the fixture's tools.
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var last string
-		for sc.Scan() {
-			last = sc.Text()
-			if strings.Contains(last, "All clients initialized") {
-				ready <- nil
-				for sc.Scan() { // keep draining: it must not block on a full pipe
-				}
-				return
-			}
-		}
-		ready <- fmt.Errorf("mcp-proxy exited before it served: %s", last)
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			b.Fatal(err)
-		}
-	case <-time.After(5 * time.Minute):
-		b.Fatal("mcp-proxy did not start in 5 minutes")
-	}
+	startScanned(b, "mcp-proxy", exec.Command(bin, "-config", path), func(line string) (string, bool) {
+		return "", strings.Contains(line, "All clients initialized")
+	})
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/fx/"}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -153,11 +121,11 @@ func mcpProxy(b *testing.B, client *mcp.Client) *mcp.ClientSession {
 	return cs
 }
 
-// httpRelay starts testdata/httprelay (the floor of any Streamable HTTP
-// gateway: an HTTP hop and a process that copies messages) in front of
-// the fixture, and connects client to it.
-func httpRelay(b *testing.B, client *mcp.Client) *mcp.ClientSession {
-	cmd := exec.Command(testutil.GoBinary(b, "./testdata/httprelay"), testutil.Fixture(b))
+// startScanned starts cmd (killed when b ends) and waits, up to 5
+// minutes, for the first line of its stderr that ready takes, and returns
+// what ready returned for it; it fails b if cmd exits first. The rest of
+// stderr is drained.
+func startScanned(b *testing.B, name string, cmd *exec.Cmd, ready func(line string) (string, bool)) string {
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -169,26 +137,39 @@ func httpRelay(b *testing.B, client *mcp.Client) *mcp.ClientSession {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	addr := make(chan string, 1)
+	got := make(chan string, 1)
+	failed := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		var last string
 		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				addr <- a
+			last = sc.Text()
+			if v, ok := ready(last); ok {
+				got <- v
+				for sc.Scan() { // keep draining: it must not block on a full pipe
+				}
+				return
 			}
 		}
-		close(addr)
+		failed <- last
 	}()
-	var base string
 	select {
-	case a, ok := <-addr:
-		if !ok {
-			b.Fatal("httprelay exited before it listened")
-		}
-		base = a
+	case v := <-got:
+		return v
+	case last := <-failed:
+		b.Fatalf("%s exited before it served: %s", name, last)
 	case <-time.After(5 * time.Minute):
-		b.Fatal("httprelay did not listen in 5 minutes")
+		b.Fatalf("%s did not start in 5 minutes", name)
 	}
+	return ""
+}
+
+// httpRelay starts testdata/httprelay (the floor of any Streamable HTTP
+// gateway: an HTTP hop and a process that copies messages) in front of
+// the fixture, and connects client to it.
+func httpRelay(b *testing.B, client *mcp.Client) *mcp.ClientSession {
+	base := startScanned(b, "httprelay", exec.Command(testutil.GoBinary(b, "./testdata/httprelay"), testutil.Fixture(b)),
+		func(line string) (string, bool) { return strings.CutPrefix(line, "listening on ") })
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
 	if err != nil {
 		b.Fatal(err)

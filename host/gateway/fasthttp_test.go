@@ -110,6 +110,18 @@ func TestFastHTTPSameAsSDK(t *testing.T) {
 	}
 }
 
+// fastHTTPSession serves fastHTTPConfig(timeout) over HTTP until t ends
+// and opens a session of bob's at 2025-11-25: the endpoint, the session's
+// id, and the protocol version header to send in it.
+func fastHTTPSession(t *testing.T, timeout string) (url, sid string, hdr []string) {
+	t.Helper()
+	f := start(t, fastHTTPConfig(timeout))
+	srv := httptest.NewServer(f.g.Handler())
+	t.Cleanup(srv.Close)
+	url = srv.URL + "/mcp"
+	return url, openSession(t, url, bobToken, "2025-11-25"), []string{"Mcp-Protocol-Version", "2025-11-25"}
+}
+
 // waitServed waits until the HTTP fast path has served n calls more than
 // before.
 func waitServed(t *testing.T, before, n int64) {
@@ -128,12 +140,7 @@ func waitServed(t *testing.T, before, n int64) {
 // with the id of one in flight is refused as the go-sdk refuses a
 // duplicate in-flight id (400, -32600).
 func TestFastHTTPCancelAndDuplicate(t *testing.T) {
-	f := start(t, fastHTTPConfig("1h"))
-	srv := httptest.NewServer(f.g.Handler())
-	defer srv.Close()
-	url := srv.URL + "/mcp"
-	hdr := []string{"Mcp-Protocol-Version", "2025-11-25"}
-	sid := openSession(t, url, bobToken, "2025-11-25")
+	url, sid, hdr := fastHTTPSession(t, "1h")
 	before := gateway.FastHTTPServed()
 	done := make(chan string, 1)
 	go func() {
@@ -162,12 +169,7 @@ func TestFastHTTPCancelAndDuplicate(t *testing.T) {
 // idle for it afterwards.
 func TestFastHTTPSessionTimeout(t *testing.T) {
 	const timeout = 2 * time.Second
-	f := start(t, fastHTTPConfig(timeout.String()))
-	srv := httptest.NewServer(f.g.Handler())
-	defer srv.Close()
-	url := srv.URL + "/mcp"
-	hdr := []string{"Mcp-Protocol-Version", "2025-11-25"}
-	sid := openSession(t, url, bobToken, "2025-11-25")
+	url, sid, hdr := fastHTTPSession(t, timeout.String())
 	before := gateway.FastHTTPServed()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
