@@ -33,11 +33,11 @@ package gateway
 //     checks those against the body);
 //   - the body is one tools/call parseRequest takes (no logLevel in its
 //     _meta, params of name, arguments and _meta only...), of a tool the
-//     profile server registered (fastHas), in a session that set no log
-//     level (the go-sdk filters the log messages it relays by that level,
-//     in code of its own). A progressToken is the fast path's: the
-//     backend's progress reports go on the call's stream
-//     (fastStream.notify, from the relay), encoded as the go-sdk's;
+//     profile server registered (fastHas). The backend's progress reports
+//     (under the client's progressToken) and log messages (at or above
+//     the level the session set, as the go-sdk's ServerSession.Log
+//     filters them) go on the call's stream (fastStream.notify, from the
+//     relay), encoded as the go-sdk's;
 //   - the session's client declared neither elicitation nor sampling: a
 //     backend's elicitation/create or sampling/createMessage during the
 //     call would go to the client on the call's stream, with the checks
@@ -154,9 +154,6 @@ func (g *Gateway) fastPOST(w http.ResponseWriter, r *http.Request, sid string, b
 		Session: s.ss,
 		Params:  &mcp.CallToolParamsRaw{Meta: fc.meta, Name: fc.name, Arguments: fc.args},
 		Extra:   &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
-	}
-	if s.ps.logLevel(req) != "" {
-		return false
 	}
 	st := &fastStream{gd: gd, s: s, w: w}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), fastStreamKey{}, st))

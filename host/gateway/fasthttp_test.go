@@ -353,3 +353,37 @@ func TestFastHTTPRootsHostileClient(t *testing.T) {
 		t.Errorf("the cancelled call's response: %v", r)
 	}
 }
+
+// TestFastHTTPLogsSameAsSDK: a backend's log messages during a fast call
+// reach the client on the call's stream exactly as the go-sdk sends them:
+// none before the session sets a level, then those at or above it.
+func TestFastHTTPLogsSameAsSDK(t *testing.T) {
+	f := start(t, unpinned)
+	fastSrv := httptest.NewServer(f.g.Handler())
+	defer fastSrv.Close()
+	t.Setenv(gateway.FastPathEnv, "off")
+	sdkSrv := httptest.NewServer(f.g.Handler())
+	defer sdkSrv.Close()
+	ctx := context.Background()
+	hdr := []string{"Mcp-Protocol-Version", "2025-11-25"}
+	fastSID := openSession(t, fastSrv.URL+"/mcp", bobToken, "2025-11-25")
+	sdkSID := openSession(t, sdkSrv.URL+"/mcp", bobToken, "2025-11-25")
+	for i, level := range []string{"", "warning", "debug"} {
+		if level != "" {
+			set := `{"jsonrpc":"2.0","id":99,"method":"logging/setLevel","params":{"level":"` + level + `"}}`
+			rawPost(ctx, t, fastSrv.URL+"/mcp", bobToken, fastSID, set, hdr...)
+			rawPost(ctx, t, sdkSrv.URL+"/mcp", bobToken, sdkSID, set, hdr...)
+		}
+		call := callBody(fmt.Sprint(i+1), "ask__log", `{}`, "")
+		before := gateway.FastHTTPServed()
+		code, body, _ := rawPost(ctx, t, fastSrv.URL+"/mcp", bobToken, fastSID, call, hdr...)
+		served := gateway.FastHTTPServed() - before
+		wantCode, wantBody, _ := rawPost(ctx, t, sdkSrv.URL+"/mcp", bobToken, sdkSID, call, hdr...)
+		if code != wantCode || body != wantBody {
+			t.Errorf("level %q: the fast path answered %d %q; the go-sdk %d %q", level, code, body, wantCode, wantBody)
+		}
+		if n := strings.Count(body, "notifications/message"); served != 1 || n != map[string]int{"": 0, "warning": 6, "debug": 9}[level] {
+			t.Errorf("level %q: %d served by the fast path, %d log messages", level, served, n)
+		}
+	}
+}

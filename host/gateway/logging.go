@@ -3,7 +3,9 @@ package gateway
 //lint:file-ignore SA1019 logging is deprecated as of protocol 2026-07-28 (SEP-2577) but clients and servers still use it
 
 import (
+	"cmp"
 	"context"
+	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,4 +75,27 @@ func (ps *profileServer) logLevel(req *mcp.CallToolRequest) mcp.LoggingLevel {
 		return l
 	}
 	return ps.statelessLevel
+}
+
+// severity orders the MCP log levels (RFC 5424's, MCP 2025-11-25
+// server/utilities/logging) as the go-sdk does (mcp.LevelDebug ...
+// mcp.LevelEmergency, slog levels; a name it does not know counts as
+// debug).
+var severity = map[mcp.LoggingLevel]slog.Level{
+	"debug": mcp.LevelDebug, "info": mcp.LevelInfo, "notice": mcp.LevelNotice, "warning": mcp.LevelWarning,
+	"error": mcp.LevelError, "critical": mcp.LevelCritical, "alert": mcp.LevelAlert, "emergency": mcp.LevelEmergency,
+}
+
+// compareLevels is cmp.Compare of the severities of a and b (the go-sdk's
+// compareLevels, v1.8.0).
+func compareLevels(a, b mcp.LoggingLevel) int {
+	sa, ok := severity[a]
+	if !ok {
+		sa = mcp.LevelDebug
+	}
+	sb, ok := severity[b]
+	if !ok {
+		sb = mcp.LevelDebug
+	}
+	return cmp.Compare(sa, sb)
 }

@@ -331,7 +331,11 @@ func (ps *profileServer) callTool(name string) mcp.ToolHandler {
 			// and relay its reports (under the client's token) and its
 			// log messages, in order, before the result.
 			r := startRelay(ctx, req.Session)
-			r.stream = fastStreamIn(ctx) // a call of the HTTP fast path: on its stream (fasthttp.go)
+			if r.stream = fastStreamIn(ctx); r.stream != nil {
+				// A call of the HTTP fast path: on its stream (fasthttp.go),
+				// at the level the session has when each message comes.
+				r.level = func() mcp.LoggingLevel { return ps.logLevel(req) }
+			}
 			if tok != nil {
 				ctx = host.WithProgress(ctx, r.progress(tok))
 			}
@@ -437,7 +441,8 @@ type relay struct {
 	done   chan struct{}
 	ctx    context.Context
 	ss     *mcp.ServerSession
-	stream *fastStream // progress goes here rather than through ss when set
+	stream *fastStream             // progress and logs go here rather than through ss when set
+	level  func() mcp.LoggingLevel // with stream: the client's level now
 }
 
 func startRelay(ctx context.Context, ss *mcp.ServerSession) *relay {
@@ -482,7 +487,17 @@ func (r *relay) progress(token any) func(host.Progress) {
 // io.modelcontextprotocol/logLevel from protocol 2026-07-28).
 func (r *relay) log(p *mcp.LoggingMessageParams) {
 	cp := *p
-	r.send(func() { _ = r.ss.Log(r.ctx, &cp) })
+	r.send(func() {
+		if r.stream != nil {
+			// As the go-sdk's ServerSession.Log: nothing without a
+			// level, nothing below it.
+			if l := r.level(); l != "" && compareLevels(cp.Level, l) >= 0 {
+				_ = r.stream.notify("notifications/message", &cp)
+			}
+			return
+		}
+		_ = r.ss.Log(r.ctx, &cp)
+	})
 }
 
 // stop sends what is queued, so that everything relayed reaches the client
