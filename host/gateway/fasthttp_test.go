@@ -387,3 +387,23 @@ func TestFastHTTPLogsSameAsSDK(t *testing.T) {
 		}
 	}
 }
+
+// TestFastHTTPTypeScriptClient: the TypeScript SDK's client (which declares
+// no capability unless told to) over Streamable HTTP has its call served
+// by the fast path, and receives the backend's progress reports under its
+// own token, in order, before the result.
+func TestFastHTTPTypeScriptClient(t *testing.T) {
+	f := start(t, strings.Split(testConfig, "[serve.clients.alice]")[0])
+	url := serveLoopback(t, f)
+	before := gateway.FastHTTPServed()
+	r := runTSClient(t, []string{"CALL=fx__progress", `ARGS={"steps":3}`, "PROGRESS=1"}, "http", url)
+	if got := resultText(r); r.Result.IsError || !strings.HasPrefix(got, "done") {
+		t.Errorf("the call: %+v", r.Result)
+	}
+	if len(r.Progress) != 3 || r.Progress[0].Progress != 1 || r.Progress[2].Progress != 3 || r.Progress[2].Total != 3 || r.Progress[1].Message != "step 2" {
+		t.Errorf("progress received: %+v; want steps 1 to 3 of 3", r.Progress)
+	}
+	if n := gateway.FastHTTPServed() - before; n != 1 {
+		t.Errorf("the fast path served %d calls; want 1", n)
+	}
+}

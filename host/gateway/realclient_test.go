@@ -20,6 +20,10 @@ type tsResult struct {
 		Content []struct{ Type, Text string }
 		IsError bool
 	}
+	Progress []struct { // with PROGRESS set
+		Progress, Total float64
+		Message         string
+	}
 }
 
 func runTSClient(t *testing.T, env []string, args ...string) tsResult {

@@ -9,7 +9,8 @@
 // {"server": {...}, "tools": [names], "result": CallToolResult}.
 // With ELICIT (a JSON object) it declares elicitation and accepts every
 // request with that content; with SAMPLE (a text) it declares sampling and
-// answers every request with that text from model "tsclient-model".
+// answers every request with that text from model "tsclient-model"; with
+// PROGRESS it asks for the call's progress and prints the reports.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema, CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -44,7 +45,14 @@ try {
   const { tools } = await client.listTools();
   const out = { server: client.getServerVersion(), tools: tools.map((t) => t.name).sort() };
   if (process.env.CALL) {
-    out.result = await client.callTool({ name: process.env.CALL, arguments: JSON.parse(process.env.ARGS || "{}") });
+    // With PROGRESS set, the call asks for progress (a progressToken) and
+    // the reports received are printed as "progress".
+    const options = {};
+    if (process.env.PROGRESS) {
+      out.progress = [];
+      options.onprogress = (p) => out.progress.push(p);
+    }
+    out.result = await client.callTool({ name: process.env.CALL, arguments: JSON.parse(process.env.ARGS || "{}") }, undefined, options);
   }
   console.log(JSON.stringify(out));
 } catch (err) {
