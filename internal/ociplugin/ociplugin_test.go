@@ -475,12 +475,20 @@ func TestSlowRegistry(t *testing.T) {
 	}
 
 	o.Timeout = time.Hour
+	// Counted apart: the stalled pull above may still hold a request in
+	// Stall until the registry sees that its client has gone.
+	var reached atomic.Int32
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		reached.Add(1)
+		reg.Stall(r)
+		return true
+	})
 	tr := &ociplugin.Transport{Ref: reg.Ref("plugins/other:1"), Options: o,
 		Build: func(string, string) transport.Transport { t.Error("built a plugin"); return nil }}
 	done := make(chan error, 1)
 	go func() { _, err := tr.Connect(context.Background()); done <- err }()
-	// Close once the pull is under way (a request is stalled).
-	testutil.Eventually(t, 10*time.Second, func() bool { return reg.Stalled() > 0 }, "no request reached the registry")
+	// Close once the pull is under way (a request of it is stalled).
+	testutil.Eventually(t, 10*time.Second, func() bool { return reached.Load() > 0 }, "no request reached the registry")
 	tr.Close()
 	select {
 	case err := <-done:
