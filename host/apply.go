@@ -181,9 +181,9 @@ type ApplyReport struct {
 // Apply waits, like New, until every started eager backend is ready or its
 // first attempt has failed (each bounded by its startup_timeout), or until
 // ctx is done; a backend that fails to start does not fail Apply (Status
-// shows it). A stopped backend's calls in flight fail (wrapping
-// ErrBackendRemoved, or the transport's ErrClosed), and so do calls that
-// were waiting for it. Every change of the catalogue emits an
+// shows it). A stopped backend's calls in flight fail with an error
+// wrapping ErrBackendRemoved (and the transport's ErrClosed, for a call its
+// transport had sent), and so do calls that were waiting for it. Every change of the catalogue emits an
 // EventCatalogue, and every stopped backend an EventState with
 // StateClosed and an error wrapping ErrBackendRemoved.
 //

@@ -287,6 +287,13 @@ func (b *backend) release(gen uint64, err error) error {
 	if err != nil && gen == b.detachedGen && errors.Is(err, transport.ErrClosed) && !errors.Is(err, transport.ErrNotSent) {
 		err = fmt.Errorf("in flight when the connection was lost: %w", b.detachedErr)
 	}
+	if err != nil && errors.Is(err, transport.ErrClosed) && b.state == StateClosed &&
+		(errors.Is(b.lastErr, ErrBackendRemoved) || errors.Is(b.lastErr, ErrBackendDisabled)) {
+		// Its transport was closed under it because the backend was
+		// removed, replaced or disabled (Host.Apply, Remove, Disable):
+		// say so, not just "transport closed".
+		err = fmt.Errorf("%w (the call was in flight: %w)", b.lastErr, err)
+	}
 	var lost error
 	switch {
 	case err == nil:
