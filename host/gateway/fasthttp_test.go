@@ -40,12 +40,7 @@ func callBody(id, tool, args, more string) string {
 // call of a client that declared elicitation (a backend may ask it during
 // the call).
 func TestFastHTTPSameAsSDK(t *testing.T) {
-	f := start(t, testConfig)
-	fastSrv := httptest.NewServer(f.g.Handler())
-	defer fastSrv.Close()
-	t.Setenv(gateway.FastPathEnv, "off")
-	sdkSrv := httptest.NewServer(f.g.Handler())
-	defer sdkSrv.Close()
+	fastSrv, sdkSrv := fastAndSDK(t, testConfig)
 	ctx := context.Background()
 	const v = "2025-11-25"
 	hdr := []string{"Mcp-Protocol-Version", v}
@@ -120,6 +115,20 @@ func fastHTTPSession(t *testing.T, timeout string) (url, sid string, hdr []strin
 	t.Cleanup(srv.Close)
 	url = srv.URL + "/mcp"
 	return url, openSession(t, url, bobToken, "2025-11-25"), []string{"Mcp-Protocol-Version", "2025-11-25"}
+}
+
+// fastAndSDK serves one gateway on src twice over HTTP until t ends: with
+// the fast path, and with it off (TOOLHOST_GATEWAY_FASTPATH=off, for the
+// rest of t).
+func fastAndSDK(t *testing.T, src string) (fastSrv, sdkSrv *httptest.Server) {
+	t.Helper()
+	f := start(t, src)
+	fastSrv = httptest.NewServer(f.g.Handler())
+	t.Cleanup(fastSrv.Close)
+	t.Setenv(gateway.FastPathEnv, "off")
+	sdkSrv = httptest.NewServer(f.g.Handler())
+	t.Cleanup(sdkSrv.Close)
+	return fastSrv, sdkSrv
 }
 
 // waitServed waits until the HTTP fast path has served n calls more than
@@ -206,7 +215,7 @@ func TestFastHTTPSessionTimeout(t *testing.T) {
 // (the go-sdk client, which declares roots, over Streamable HTTP), and its
 // answer reaches the backend; the same with the fast path off.
 func TestFastHTTPRoots(t *testing.T) {
-	f := start(t, unpinned)
+	fastSrv, sdkSrv := fastAndSDK(t, unpinned)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	call := func(t *testing.T, url string, client *mcp.Client) (string, bool) {
@@ -224,8 +233,6 @@ func TestFastHTTPRoots(t *testing.T) {
 	}
 	withRoots := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil)
 	withRoots.AddRoots(&mcp.Root{URI: "file:///client/project", Name: "project"})
-	fastSrv := httptest.NewServer(f.g.Handler())
-	defer fastSrv.Close()
 	before := gateway.FastHTTPServed()
 	if got, isErr := call(t, fastSrv.URL+"/mcp", withRoots); isErr || got != "file:///client/project" {
 		t.Errorf("roots through the fast path: %q (isError %v)", got, isErr)
@@ -233,9 +240,6 @@ func TestFastHTTPRoots(t *testing.T) {
 	if n := gateway.FastHTTPServed() - before; n != 1 {
 		t.Errorf("the fast path served %d calls; want 1", n)
 	}
-	t.Setenv(gateway.FastPathEnv, "off")
-	sdkSrv := httptest.NewServer(f.g.Handler())
-	defer sdkSrv.Close()
 	if got, isErr := call(t, sdkSrv.URL+"/mcp", withRoots); isErr || got != "file:///client/project" {
 		t.Errorf("roots through the go-sdk: %q (isError %v)", got, isErr)
 	}
@@ -358,12 +362,7 @@ func TestFastHTTPRootsHostileClient(t *testing.T) {
 // reach the client on the call's stream exactly as the go-sdk sends them:
 // none before the session sets a level, then those at or above it.
 func TestFastHTTPLogsSameAsSDK(t *testing.T) {
-	f := start(t, unpinned)
-	fastSrv := httptest.NewServer(f.g.Handler())
-	defer fastSrv.Close()
-	t.Setenv(gateway.FastPathEnv, "off")
-	sdkSrv := httptest.NewServer(f.g.Handler())
-	defer sdkSrv.Close()
+	fastSrv, sdkSrv := fastAndSDK(t, unpinned)
 	ctx := context.Background()
 	hdr := []string{"Mcp-Protocol-Version", "2025-11-25"}
 	fastSID := openSession(t, fastSrv.URL+"/mcp", bobToken, "2025-11-25")

@@ -185,7 +185,7 @@ func (gd *guard) http(next http.Handler) http.Handler {
 		// as sent is one checkID accepts (plainID), or the scan decides.
 		var fc *fastCall
 		var sc scanned
-		if rerr == nil {
+		if rerr == nil && bytes.Contains(body.Bytes(), toolsCallMethod) {
 			if fc = parseRequest(bytes.TrimSpace(body.Bytes())); fc != nil && !fc.plainID {
 				fc = nil
 			}
