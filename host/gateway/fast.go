@@ -57,6 +57,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -102,6 +103,8 @@ type fastTransport struct {
 	live   map[string]context.CancelFunc // fast calls in flight, by fastCall.key
 	closed bool
 	calls  sync.WaitGroup
+
+	memo metaMemo // the last _meta of a call (parseCall)
 
 	// pool runs the reading handed on by a call (readFrom) and the calls
 	// multiRound detaches, on goroutines whose stacks have grown to a
@@ -351,7 +354,7 @@ func (ft *fastTransport) fastParse(line []byte) *fastCall {
 	if b == nil || !bytes.Contains(line, toolsCallMethod) {
 		return nil
 	}
-	fc := parseCall(line)
+	fc := parseCall(line, &ft.memo)
 	if fc == nil {
 		return nil
 	}
@@ -381,7 +384,10 @@ func (ft *fastTransport) fastParse(line []byte) *fastCall {
 // decoded three times over, as maps of raw members at each level, a
 // ninth of the gateway child's CPU; FuzzParseCall holds it to that
 // decoding, parseCallMaps in fast_internal_test.go.)
-func parseCall(line []byte) *fastCall {
+//
+// memo, when not nil, is the connection's: a _meta the same as the last
+// one's is not decoded again (see metaMemo).
+func parseCall(line []byte, memo *metaMemo) *fastCall {
 	obj, ok := bytes.CutSuffix(line, []byte("\n"))
 	if !ok {
 		return nil
@@ -390,12 +396,12 @@ func parseCall(line []byte) *fastCall {
 	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
 		return nil
 	}
-	return parseRequest(obj)
+	return parseRequest(obj, memo)
 }
 
 // parseRequest is parseCall of obj, the text of one JSON object with
 // nothing before or after it.
-func parseRequest(obj []byte) *fastCall {
+func parseRequest(obj []byte, memo *metaMemo) *fastCall {
 	if !json.Valid(obj) {
 		return nil
 	}
@@ -476,7 +482,7 @@ func parseRequest(obj []byte) *fastCall {
 	if fc.name, ok = jsonString(name); !ok {
 		return nil
 	}
-	if meta != nil && !fc.parseMeta(meta) {
+	if meta != nil && !fc.parseMeta(meta, memo) {
 		return nil
 	}
 	return fc
@@ -544,11 +550,50 @@ func jsonString(s []byte) (string, bool) {
 	return v, json.Unmarshal(s, &v) == nil
 }
 
+// metaMemo is what parseMeta made of the last _meta a connection's calls
+// carried. A client of protocol 2026-07-28 sends the same per-request
+// metadata (SEP-2575: protocol version, client info and capabilities) with
+// every call, and its three encoding/json decodes were most of parseCall's
+// time; a _meta byte for byte the same as the last is not decoded again.
+// Safe for concurrent use; the zero value is empty.
+type metaMemo struct{ last atomic.Pointer[memoEntry] }
+
+// memoEntry is one _meta's text and parseMeta's outcome for it. meta is
+// never handed out: each call gets a copy of its top level (its values,
+// the nested maps, are shared, and nothing on the call's path writes to
+// them; the layers that add to a request's _meta copy it first).
+type memoEntry struct {
+	raw       []byte
+	meta      mcp.Meta
+	newer, ok bool
+}
+
 // parseMeta decodes the request's _meta and checks what the go-sdk checks
 // of it (validateRequestMeta, go-sdk v1.8.0: the per-request client info
 // and capabilities decode into its types); false sends the request to the
-// go-sdk.
-func (fc *fastCall) parseMeta(raw []byte) bool {
+// go-sdk. memo may be nil.
+func (fc *fastCall) parseMeta(raw []byte, memo *metaMemo) bool {
+	if memo != nil {
+		if e := memo.last.Load(); e != nil && bytes.Equal(e.raw, raw) {
+			if e.ok {
+				fc.meta, fc.newer = maps.Clone(e.meta), e.newer
+			}
+			return e.ok
+		}
+	}
+	ok := fc.decodeMeta(raw)
+	if memo != nil {
+		e := &memoEntry{raw: bytes.Clone(raw), newer: fc.newer, ok: ok}
+		if ok {
+			e.meta, fc.meta = fc.meta, maps.Clone(fc.meta)
+		}
+		memo.last.Store(e)
+	}
+	return ok
+}
+
+// decodeMeta is parseMeta without its memo.
+func (fc *fastCall) decodeMeta(raw []byte) bool {
 	if raw[0] != '{' || json.Unmarshal(raw, &fc.meta) != nil {
 		return false
 	}

@@ -120,8 +120,12 @@ func parseMetaMaps(fc *fastCall, raw json.RawMessage) bool {
 // id as written back, name, arguments, _meta and protocol; it may leave
 // to the go-sdk what parseCallMaps took (a member named twice, a key with
 // an escape), never the lines a client sends (the seeds, which it must
-// take). It never panics.
+// take). It never panics. With a connection's metaMemo (shared by every
+// input, as by a connection's lines) it takes the same lines to the same
+// calls, read once and read again from the memo, and a call's _meta is
+// its own: what a handler writes to it is not in the next call's.
 func FuzzParseCall(f *testing.F) {
+	var memo metaMemo
 	meta := `"_meta":{"progressToken":"t","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`
 	takes := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hi"}}}`,
@@ -132,7 +136,7 @@ func FuzzParseCall(f *testing.F) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a\u2028b","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
 	}
 	for _, s := range takes {
-		if parseCall([]byte(s+"\n")) == nil {
+		if parseCall([]byte(s+"\n"), nil) == nil {
 			f.Errorf("parseCall left %s to the go-sdk", s)
 		}
 		f.Add(s + "\n")
@@ -154,7 +158,23 @@ func FuzzParseCall(f *testing.F) {
 		f.Add(s + "\n")
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		got, want := parseCall([]byte(line)), parseCallMaps([]byte(line))
+		got, want := parseCall([]byte(line), nil), parseCallMaps([]byte(line))
+		for range 2 {
+			m := parseCall([]byte(line), &memo)
+			if (m == nil) != (got == nil) {
+				t.Fatalf("%q: parseCall with the memo took it: %v, without: %v", line, m != nil, got != nil)
+			}
+			if m == nil {
+				break
+			}
+			if m.key != got.key || !bytes.Equal(m.id, got.id) || m.name != got.name || !bytes.Equal(m.args, got.args) ||
+				m.newer != got.newer || !reflect.DeepEqual(m.meta, got.meta) {
+				t.Fatalf("%q:\n with the memo %+v\n without      %+v", line, *m, *got)
+			}
+			if m.meta != nil {
+				m.meta["written-by-a-handler"] = true
+			}
+		}
 		if got == nil {
 			return
 		}
@@ -175,11 +195,16 @@ func FuzzParseCall(f *testing.F) {
 // protocol 2026-07-28 (with its _meta), read by parseCall and by the maps
 // it replaced.
 func BenchmarkParseCall(b *testing.B) {
+	memo := &metaMemo{}
 	line := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"v1.0.0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":{"text":"hello"},"name":"fx__echo"}}` + "\n")
 	for _, v := range []struct {
 		name  string
 		parse func([]byte) *fastCall
-	}{{"one-pass", parseCall}, {"maps", parseCallMaps}} {
+	}{
+		{"one-pass", func(l []byte) *fastCall { return parseCall(l, nil) }},
+		{"one-pass-memo", func(l []byte) *fastCall { return parseCall(l, memo) }},
+		{"maps", parseCallMaps},
+	} {
 		b.Run("impl="+v.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

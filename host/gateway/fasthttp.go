@@ -145,7 +145,7 @@ func (g *Gateway) fastPOST(w http.ResponseWriter, r *http.Request, sid string, b
 		return false
 	}
 	if fc == nil {
-		fc = parseRequest(body)
+		fc = parseRequest(body, nil)
 	}
 	if fc == nil || fc.newer || !s.ps.fastHas(fc.name) {
 		return false

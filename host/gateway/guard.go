@@ -186,7 +186,7 @@ func (gd *guard) http(next http.Handler) http.Handler {
 		var fc *fastCall
 		var sc scanned
 		if rerr == nil && bytes.Contains(body.Bytes(), toolsCallMethod) {
-			if fc = parseRequest(bytes.TrimSpace(body.Bytes())); fc != nil && !fc.plainID {
+			if fc = parseRequest(bytes.TrimSpace(body.Bytes()), nil); fc != nil && !fc.plainID {
 				fc = nil
 			}
 		}
