@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/internal/handoff"
 	"github.com/toolhost/toolhost/internal/mcpwire"
 )
 
@@ -126,6 +127,10 @@ func (f *httpFast) call(ctx context.Context, sid, pv string, p *mcp.CallToolPara
 		req.Header.Set("Mcp-Method", "tools/call")
 		req.Header.Set("Mcp-Name", p.Name)
 	}
+	// The call waits from here on (the request is written inside Do):
+	// the gateway's reading of its client goes on elsewhere meanwhile
+	// (internal/handoff).
+	handoff.Give(ctx)
 	resp, err := f.h.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/internal/handoff"
 	"github.com/toolhost/toolhost/internal/mcpwire"
 )
 
@@ -242,6 +243,9 @@ func (c *fastCalls) call(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallT
 		c.forget(n)
 		return nil, 0, fmt.Errorf("calling %q: %w", "tools/call", err)
 	}
+	// The call waits for its answer now: the gateway's reading of its
+	// client goes on elsewhere meanwhile (internal/handoff).
+	handoff.Give(ctx)
 	var r fastReply
 	select {
 	case r = <-ch:

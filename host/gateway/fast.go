@@ -63,11 +63,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/internal/gopool"
+	"github.com/toolhost/toolhost/internal/handoff"
 	"github.com/toolhost/toolhost/internal/mcpwire"
 )
 
@@ -249,16 +251,27 @@ func goIn(ctx context.Context, pool *gopool.Pool, f func()) {
 
 // readLoop reads the client's lines: a fast tools/call is served here,
 // everything else goes to the go-sdk unchanged.
+// readHandoffDelay is how long a fast call may hold its connection's
+// reading without giving it (readFrom): at most this long, a client's
+// next line waits for a call that waits elsewhere than on its backend's
+// answer (a Wasm plugin's work, a backend coming up, a max_concurrent
+// slot).
+const readHandoffDelay = 200 * time.Microsecond
+
 func (ft *fastTransport) readLoop() { ft.readFrom(bufio.NewReaderSize(ft.r, 64<<10), nil) }
 
 // readFrom is readLoop from br on (long: its buffer for overlong lines).
 //
-// A fast call runs on the goroutine that read it, which first hands the
-// reading (br and long) to a new goroutine: the call then goes on on the
-// thread that woke up for its line, with no hand-off on its way, while the
-// next lines (a notifications/cancelled for it, a ping, the answer to an
-// elicitation it relays, another call) are read as before. The call's
-// fastCall holds no byte of br's buffer (fastParse copies).
+// A fast call runs on the goroutine that read it: the call goes on on the
+// thread that woke up for its line, with no hand-off on its way. The
+// reading (br and long) goes to another goroutine when the call waits
+// (internal/handoff: the stdio transport gives it once the call's request
+// is written to the backend, and any call gives it after
+// readHandoffDelay), so the next lines (a notifications/cancelled for it,
+// a ping, the answer to an elicitation it relays, another call) are read
+// while it waits; a call that ends first (an in-process plugin's, a
+// refusal) leaves the reading here. The call's fastCall holds no byte of
+// br's buffer (fastParse copies).
 func (ft *fastTransport) readFrom(br *bufio.Reader, long []byte) {
 	for {
 		line, err := br.ReadSlice('\n')
@@ -283,9 +296,12 @@ func (ft *fastTransport) readFrom(br *bufio.Reader, long []byte) {
 		if len(line) > 0 {
 			if fc := ft.fastParse(line); fc != nil {
 				if ctx, ok := ft.start(fc); ok {
-					ft.pool.Go(func() { ft.readFrom(br, long) })
-					ft.serve(ctx, fc)
-					return
+					d := handoff.Hold(func() { ft.pool.Go(func() { ft.readFrom(br, long) }) }, readHandoffDelay)
+					ft.serve(handoff.With(ctx, d), fc)
+					if !d.Keep() {
+						return // another goroutine reads on
+					}
+					continue
 				}
 			}
 			ft.noteCancel(line)

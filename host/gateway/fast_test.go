@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host/gateway"
+	"github.com/toolhost/toolhost/internal/testutil"
+	"github.com/toolhost/toolhost/internal/wasmbuild"
 )
 
 // rawStdio is a client of the gateway's stdio serving (ServeTransport of an
@@ -461,5 +465,49 @@ func TestFastStdioReusesGoroutines(t *testing.T) {
 	t.Logf("%.2f goroutines created per call", perCall)
 	if perCall > 0.5 {
 		t.Errorf("%.2f goroutines created per sequential call; want the session's kept ones reused (< 0.5)", perCall)
+	}
+}
+
+// TestFastStdioReadsWhileACallComputes: a fast call keeps its connection's
+// reading until it waits on its backend (internal/handoff); one that
+// waits elsewhere — here a Wasm plugin that computes forever, in process —
+// gives it up after a short delay, so the client's next lines are read
+// meanwhile: a call to another backend is answered, and a cancellation
+// ends the computing call. Calls that end at once (the in-process echo)
+// keep the reading, one after another on one goroutine.
+func TestFastStdioReadsWhileACallComputes(t *testing.T) {
+	plugins := filepath.Join(testutil.Root(), "testdata", "plugins")
+	f := start(t, testConfig+fmt.Sprintf(`
+[plugins.loop]
+path = %q
+timeout = "10m"
+
+[plugins.echo]
+path = %q
+`, wasmbuild.Build(t, plugins, "./loop"), wasmbuild.Build(t, plugins, "./pdkecho")))
+	c := startRawStdio(t, f)
+	before := gateway.FastServed()
+	c.send(legacyInit)
+	c.until(`"init"`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i := range 20 {
+		id := strconv.Itoa(100 + i)
+		c.send(callLine(id, `{"name":"echo__echo","arguments":{"text":"in process"}}`))
+		if got := c.until(id); !strings.Contains(got[len(got)-1], `"in process"`) {
+			t.Fatalf("call %s to the in-process echo: %q", id, got)
+		}
+	}
+	c.send(callLine(`1`, `{"name":"loop__loop","arguments":{}}`))
+	c.send(callLine(`2`, `{"name":"fx__echo","arguments":{"text":"meanwhile"}}`))
+	if got := c.until(`2`); !strings.Contains(got[len(got)-1], `"meanwhile"`) {
+		t.Fatalf("a call while another computes: %q", got)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"too long"}}`)
+	c.send(callLine(`3`, `{"name":"fx__echo","arguments":{"text":"after"}}`))
+	if got := c.until(`3`); !strings.Contains(got[len(got)-1], `"after"`) {
+		t.Fatalf("a call after the cancellation: %q", got)
+	}
+	if n := gateway.FastServed() - before; n < 23 {
+		t.Errorf("the fast path served %d calls, want 23", n)
 	}
 }
