@@ -215,3 +215,49 @@ func BenchmarkParseCall(b *testing.B) {
 		})
 	}
 }
+
+// FuzzAppendPlainResult: appendPlainResult writes what json.Marshal writes
+// of the same result (with the _meta it is given), for text results of any
+// text, count and error flag; and takes no other shape.
+func FuzzAppendPlainResult(f *testing.F) {
+	for _, s := range []string{"", "hello", "<b>&amp;</b>", "\b\f\n\x00\x7f \u2028 \xff"} {
+		f.Add(s, "second", uint8(1), false, true)
+		f.Add(s, "", uint8(3), true, false)
+	}
+	f.Add("x", "y", uint8(0), false, false)
+	g := &Gateway{opts: Options{Version: "v1.2.3 <dev>"}}
+	f.Fuzz(func(t *testing.T, a, b string, n uint8, isError, withMeta bool) {
+		cp := mcp.CallToolResult{IsError: isError, Content: []mcp.Content{}}
+		for i := range int(n % 4) {
+			cp.Content = append(cp.Content, &mcp.TextContent{Text: []string{a, b}[i%2]})
+		}
+		var meta []byte
+		want := cp
+		if withMeta {
+			meta = g.serverInfoMeta()
+			want.Meta = mcp.Meta{mcp.MetaKeyServerInfo: g.impl()}
+		}
+		w, err := json.Marshal(&want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendPlainResult([]byte("prefix"), &cp, meta)
+		if !ok || string(got) != "prefix"+string(w) {
+			t.Fatalf("appendPlainResult = %v %s\njson.Marshal        %s", ok, got, w)
+		}
+		for name, other := range map[string]mcp.CallToolResult{
+			"_meta":             {Meta: mcp.Meta{"k": a}, Content: cp.Content},
+			"structuredContent": {Content: cp.Content, StructuredContent: map[string]any{}},
+			"requestState":      {Content: cp.Content, RequestState: "s"},
+			"inputRequests":     {InputRequests: mcp.InputRequestMap{}},
+			"null content":      {},
+			"image":             {Content: append(slices.Clone(cp.Content), &mcp.ImageContent{MIMEType: "image/png"})},
+			"annotated text":    {Content: []mcp.Content{&mcp.TextContent{Text: a, Annotations: &mcp.Annotations{Priority: 1}}}},
+			"text with _meta":   {Content: []mcp.Content{&mcp.TextContent{Text: a, Meta: mcp.Meta{"k": 1}}}},
+		} {
+			if got, ok := appendPlainResult([]byte("prefix"), &other, meta); ok || string(got) != "prefix" {
+				t.Fatalf("appendPlainResult took a result with %s: %s", name, got)
+			}
+		}
+	})
+}

@@ -117,6 +117,9 @@ type Gateway struct {
 	stop        chan struct{}
 	done        chan struct{}
 	closeOnce   sync.Once
+
+	infoOnce sync.Once // serverInfoMeta
+	infoMeta []byte
 }
 
 // served is what the gateway serves under one configuration of its Host:
