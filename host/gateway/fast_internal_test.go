@@ -4,10 +4,12 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -260,4 +262,42 @@ func FuzzAppendPlainResult(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFastResultResultTypeOnce: a result decoded from an upstream server
+// of 2026-07-28 (the go-sdk keeps its resultType in an unexported field,
+// which its MarshalJSON writes) is written to a 2026-07-28 session with
+// one resultType, the gateway's.
+func TestFastResultResultTypeOnce(t *testing.T) {
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := ss.InitializeParams().ProtocolVersion; v < protocol2026_07_28 {
+		t.Skipf("the go-sdk client speaks %s", v)
+	}
+	g := &Gateway{opts: Options{Version: "test"}}
+	for _, upstream := range []string{`{"content":[{"type":"text","text":"x"}],"resultType":"complete"}`, `{"content":[{"type":"text","text":"x"}]}`} {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal([]byte(upstream), &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, newer := range []bool{true, false} {
+			body, err := g.fastResult(&res, &fastCall{newer: newer}, ss)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(body), `"resultType"`); n != 1 || !json.Valid(body) {
+				t.Errorf("upstream %s, request of 2026-07-28 %v: %s, with %d resultType, want 1", upstream, newer, body, n)
+			}
+		}
+	}
 }
