@@ -26,11 +26,13 @@ func TestKeep(t *testing.T) {
 	}
 }
 
+type otherKey struct{}
+
 // Give through the context gives it once; Keep then reports it given.
 func TestGiveThroughContext(t *testing.T) {
 	gave := make(chan struct{}, 2)
 	d := handoff.Hold(func() { gave <- struct{}{} }, time.Hour)
-	ctx := handoff.With(context.WithValue(context.Background(), struct{}{}, 1), d)
+	ctx := handoff.With(context.WithValue(context.Background(), otherKey{}, 1), d)
 	handoff.Give(ctx)
 	handoff.Give(ctx)
 	if d.Keep() {
