@@ -109,6 +109,10 @@ type fastTransport struct {
 
 	memo metaMemo // the last _meta of a call (parseCall)
 
+	// watch gives the reading held by a fast call that waits elsewhere
+	// than on its backend (readFrom); set by Connect, stopped by close.
+	watch *handoff.Watch
+
 	// pool runs the reading handed on by a call (readFrom) and the calls
 	// multiRound detaches, on goroutines whose stacks have grown to a
 	// call's depth already (internal/gopool); closed by close.
@@ -173,6 +177,7 @@ func (t *fastWrapped) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	ft.watch = handoff.NewWatch(readHandoffDelay) // stopped by close, as fastConn's Close calls it
 	go ft.readLoop()
 	return &fastConn{Connection: inner, ft: ft}, nil
 }
@@ -226,6 +231,9 @@ func (ft *fastTransport) close() {
 			_ = ft.closeW()
 		}
 		ft.calls.Wait()
+		if ft.watch != nil {
+			ft.watch.Stop()
+		}
 		ft.pool.Close()
 	})
 }
@@ -253,11 +261,11 @@ func goIn(ctx context.Context, pool *gopool.Pool, f func()) {
 // readLoop reads the client's lines: a fast tools/call is served here,
 // everything else goes to the go-sdk unchanged.
 // readHandoffDelay is how long a fast call may hold its connection's
-// reading without giving it (readFrom): at most this long, a client's
-// next line waits for a call that waits elsewhere than on its backend's
-// answer (a Wasm plugin's work, a backend coming up, a max_concurrent
-// slot).
-const readHandoffDelay = 200 * time.Microsecond
+// reading without giving it (readFrom): a client's next line waits at most
+// about twice this long (handoff.Watch) for a call that waits elsewhere
+// than on its backend's answer (a Wasm plugin's work, a backend coming up,
+// a max_concurrent slot).
+const readHandoffDelay = time.Millisecond
 
 func (ft *fastTransport) readLoop() { ft.readFrom(bufio.NewReaderSize(ft.r, 64<<10), nil) }
 
@@ -267,8 +275,8 @@ func (ft *fastTransport) readLoop() { ft.readFrom(bufio.NewReaderSize(ft.r, 64<<
 // thread that woke up for its line, with no hand-off on its way. The
 // reading (br and long) goes to another goroutine when the call waits
 // (internal/handoff: the stdio transport gives it once the call's request
-// is written to the backend, and any call gives it after
-// readHandoffDelay), so the next lines (a notifications/cancelled for it,
+// is written to the backend, and the connection's watch gives it once a
+// call has held it for readHandoffDelay), so the next lines (a notifications/cancelled for it,
 // a ping, the answer to an elicitation it relays, another call) are read
 // while it waits; a call that ends first (an in-process plugin's, a
 // refusal) leaves the reading here. The call's fastCall holds no byte of
@@ -297,7 +305,7 @@ func (ft *fastTransport) readFrom(br *bufio.Reader, long []byte) {
 		if len(line) > 0 {
 			if fc := ft.fastParse(line); fc != nil {
 				if ctx, ok := ft.start(fc); ok {
-					d := handoff.Hold(func() { ft.pool.Go(func() { ft.readFrom(br, long) }) }, readHandoffDelay)
+					d := ft.watch.Hold(func() { ft.pool.Go(func() { ft.readFrom(br, long) }) })
 					ft.serve(handoff.With(ctx, d), fc)
 					if !d.Keep() {
 						return // another goroutine reads on

@@ -10,17 +10,19 @@ import (
 	"github.com/toolhost/toolhost/internal/handoff"
 )
 
-// A duty kept before its delay is never given, not even when its delay
-// passes later.
+// A duty kept is never given, not even when its watch's delay passes
+// later.
 func TestKeep(t *testing.T) {
+	w := handoff.NewWatch(time.Millisecond)
+	defer w.Stop()
 	var gave atomic.Int32
-	d := handoff.Hold(func() { gave.Add(1) }, 50*time.Millisecond)
+	d := w.Hold(func() { gave.Add(1) })
 	if !d.Keep() {
 		t.Fatal("Keep of a held duty = false")
 	}
 	d.Give()
 	handoff.Give(handoff.With(context.Background(), d))
-	time.Sleep(100 * time.Millisecond) // past the delay: the timer must be stopped
+	time.Sleep(20 * time.Millisecond) // many ticks: none may give it
 	if n := gave.Load(); n != 0 {
 		t.Fatalf("a kept duty was given %d times", n)
 	}
@@ -30,8 +32,10 @@ type otherKey struct{}
 
 // Give through the context gives it once; Keep then reports it given.
 func TestGiveThroughContext(t *testing.T) {
+	w := handoff.NewWatch(time.Hour)
+	defer w.Stop()
 	gave := make(chan struct{}, 2)
-	d := handoff.Hold(func() { gave <- struct{}{} }, time.Hour)
+	d := w.Hold(func() { gave <- struct{}{} })
 	ctx := handoff.With(context.WithValue(context.Background(), otherKey{}, 1), d)
 	handoff.Give(ctx)
 	handoff.Give(ctx)
@@ -44,19 +48,26 @@ func TestGiveThroughContext(t *testing.T) {
 	handoff.Give(context.Background()) // no duty: nothing to do
 }
 
-// A duty neither given nor kept is given when its delay passes, once,
-// however Give, Keep and the timer race.
-func TestExpires(t *testing.T) {
-	gave := make(chan struct{})
-	d := handoff.Hold(func() { close(gave) }, time.Microsecond)
-	<-gave // the timer gave it (a second give would panic on close)
-	if d.Keep() {
-		t.Fatal("Keep after the timer gave it = true")
+// A duty neither given nor kept is given by the watch once its delay has
+// passed — also after the watch's timer stopped for want of duties — once,
+// however Give, Keep and the watch race.
+func TestWatchGives(t *testing.T) {
+	w := handoff.NewWatch(100 * time.Microsecond)
+	defer w.Stop()
+	for round := range 3 {
+		gave := make(chan struct{})
+		w.Hold(func() { close(gave) }) // a second give panics
+		<-gave
+		if round < 2 {
+			// Idle long enough for the timer to stop: the next Hold
+			// must start it again.
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
-	for range 200 {
+	for range 300 {
 		var n atomic.Int32
 		done := make(chan struct{})
-		d := handoff.Hold(func() { n.Add(1); close(done) }, time.Microsecond) // a second give panics
+		d := w.Hold(func() { n.Add(1); close(done) })
 		var wg sync.WaitGroup
 		kept := make(chan bool, 1)
 		wg.Add(2)
@@ -70,6 +81,18 @@ func TestExpires(t *testing.T) {
 			}
 			continue
 		}
-		<-done // Give or the timer won: give ran (once: a second would panic)
+		<-done // Give or the watch won: give ran (once: a second would panic)
+	}
+}
+
+// A stopped watch gives nothing.
+func TestWatchStop(t *testing.T) {
+	w := handoff.NewWatch(100 * time.Microsecond)
+	w.Stop()
+	var gave atomic.Int32
+	w.Hold(func() { gave.Add(1) })
+	time.Sleep(20 * time.Millisecond)
+	if gave.Load() != 0 {
+		t.Fatal("a stopped watch gave a duty")
 	}
 }
