@@ -183,9 +183,10 @@ func httpRelay(b *testing.B, client *mcp.Client) *mcp.ClientSession {
 // 5): via=gateway-stdio-sdk (the gateway with its stdio fast path off),
 // via=mcp-proxy (TBXark/mcp-proxy over Streamable HTTP, when MCPProxyEnv
 // names it) and via=interleaved (with way relay, the floor of any stdio
-// gateway: testdata/relay copies bytes between the client and the fixture), which calls every way in turn, one call
-// each per iteration, so that all share the machine's load alike, and
-// reports each way's p50 and p99 in µs and its p50 against direct's.
+// gateway: testdata/relay copies bytes between the client and the
+// fixture), which calls every way once per iteration, in a new order each
+// time, so that all share the machine's load alike, and reports each way's
+// p50 and p99 in µs and its p50 against direct's.
 func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 	args := map[string]any{"text": "hello"}
 	b.Run("target=fixture/via=gateway-stdio-sdk", func(b *testing.B) {
