@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -578,9 +579,21 @@ func TestReceiveListeners(t *testing.T) {
 		}
 		return os.NewFile(uintptr(fds[0]), "parent"), os.NewFile(uintptr(fds[1]), "child")
 	}
+	// openFDs counts the descriptors open on the sockets sent (by their
+	// socket:[inode] link), not every descriptor of the process: another
+	// test's leftovers (a child's pipes, an idle connection) may close or
+	// open one meanwhile, which made a count of all of them flaky (one
+	// fewer after than before, in a CI run).
+	var socks []string
 	openFDs := func() int {
 		ents, _ := os.ReadDir("/proc/self/fd")
-		return len(ents)
+		n := 0
+		for _, e := range ents {
+			if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && slices.Contains(socks, l) {
+				n++
+			}
+		}
+		return n
 	}
 	var addrs []string
 	var fds []int
@@ -594,8 +607,16 @@ func TestReceiveListeners(t *testing.T) {
 		defer f.Close()
 		addrs = append(addrs, ln.Addr().String())
 		fds = append(fds, int(f.Fd()))
+		l, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		socks = append(socks, l)
 	}
 	before := openFDs()
+	if before != len(fds) {
+		t.Fatalf("%d descriptors on the sockets to send, want %d", before, len(fds))
+	}
 	parent, child := pair()
 	if err := syscall.Sendmsg(int(child.Fd()), []byte{0}, syscall.UnixRights(fds...), nil, 0); err != nil {
 		t.Fatal(err)
@@ -620,7 +641,7 @@ func TestReceiveListeners(t *testing.T) {
 		ln.Close()
 	}
 	if after := openFDs(); after != before {
-		t.Errorf("%d descriptors open, %d before: the received ones leaked", after, before)
+		t.Errorf("%d descriptors open on the sent sockets, %d before: the received ones leaked", after, before)
 	}
 
 	parent, child = pair()
@@ -638,7 +659,7 @@ func TestReceiveListeners(t *testing.T) {
 	}
 	parent.Close()
 	if after := openFDs(); after != before {
-		t.Errorf("%d descriptors open, %d before", after, before)
+		t.Errorf("%d descriptors open on the sent sockets, %d before", after, before)
 	}
 }
 
