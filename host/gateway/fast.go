@@ -258,8 +258,6 @@ func goIn(ctx context.Context, pool *gopool.Pool, f func()) {
 	pool.Go(f)
 }
 
-// readLoop reads the client's lines: a fast tools/call is served here,
-// everything else goes to the go-sdk unchanged.
 // readHandoffDelay is how long a fast call may hold its connection's
 // reading without giving it (readFrom): a client's next line waits at most
 // about twice this long (handoff.Watch) for a call that waits elsewhere
@@ -267,6 +265,8 @@ func goIn(ctx context.Context, pool *gopool.Pool, f func()) {
 // a max_concurrent slot).
 const readHandoffDelay = time.Millisecond
 
+// readLoop reads the client's lines: a fast tools/call is served here,
+// everything else goes to the go-sdk unchanged.
 func (ft *fastTransport) readLoop() { ft.readFrom(bufio.NewReaderSize(ft.r, 64<<10), nil) }
 
 // readFrom is readLoop from br on (long: its buffer for overlong lines).
@@ -276,10 +276,10 @@ func (ft *fastTransport) readLoop() { ft.readFrom(bufio.NewReaderSize(ft.r, 64<<
 // reading (br and long) goes to another goroutine when the call waits
 // (internal/handoff: the stdio transport gives it once the call's request
 // is written to the backend, and the connection's watch gives it once a
-// call has held it for readHandoffDelay), so the next lines (a notifications/cancelled for it,
-// a ping, the answer to an elicitation it relays, another call) are read
-// while it waits; a call that ends first (an in-process plugin's, a
-// refusal) leaves the reading here. The call's fastCall holds no byte of
+// call has held it for readHandoffDelay), so the next lines (a
+// notifications/cancelled for it, a ping, the answer to an elicitation it
+// relays, another call) are read while it waits; a call that ends first
+// (an in-process plugin's, a refusal) leaves the reading here. The call's fastCall holds no byte of
 // br's buffer (fastParse copies).
 func (ft *fastTransport) readFrom(br *bufio.Reader, long []byte) {
 	for {
@@ -811,12 +811,8 @@ func (g *Gateway) fastResult(r mcp.Result, fc *fastCall, ss *mcp.ServerSession) 
 			if len(cp.Meta) == 0 {
 				info = g.serverInfoMeta()
 			} else {
-				m := make(mcp.Meta, len(cp.Meta)+1)
-				for k, v := range cp.Meta {
-					m[k] = v
-				}
-				m[mcp.MetaKeyServerInfo] = g.impl()
-				cp.Meta = m
+				cp.Meta = maps.Clone(cp.Meta)
+				cp.Meta[mcp.MetaKeyServerInfo] = g.impl()
 			}
 		}
 	}
