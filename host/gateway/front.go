@@ -227,9 +227,12 @@ func front(next http.Handler) http.Handler {
 				if cw.closing.Load() {
 					// net/http still drains up to 256 KiB of the body when
 					// it closes it after the handler: a withheld body would
-					// hold the connection until read_timeout. End that
-					// read now.
-					_ = http.NewResponseController(cw.ResponseWriter).SetReadDeadline(time.Now())
+					// hold the connection until read_timeout. That read
+					// gets unreadDrain, no more: enough for a client still
+					// sending a body it has (whose connection, closed with
+					// its bytes unread, would be reset before it read the
+					// answer), not for one that withholds it.
+					_ = http.NewResponseController(cw.ResponseWriter).SetReadDeadline(time.Now().Add(unreadDrain))
 				}
 			}()
 		}
@@ -240,6 +243,11 @@ func front(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// unreadDrain bounds how long net/http may go on reading the body of a
+// request answered before its body was read (front), before it closes the
+// connection.
+const unreadDrain = 100 * time.Millisecond
 
 // eofBody is a request body that records whether it was read to its end.
 type eofBody struct {
