@@ -15,16 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// toolhost serve opens its store (issue 25) in $XDG_STATE_HOME by
-	// default: a directory of the test binary's own, not the user's.
-	state, err := os.MkdirTemp("", "toolhost-state-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", state)
+	// testutil.Main points $XDG_STATE_HOME, where toolhost serve opens its
+	// store by default (issue 25), at a directory of the test binary's own.
 	code := testutil.Main(m)
 	pgtest.Stop() // the store tests' PostgreSQL
-	os.RemoveAll(state)
 	os.Exit(code)
 }
 

@@ -24,9 +24,11 @@ circuit breakers: [store] url, else SQLite in $XDG_STATE_HOME/toolhost/toolhost.
   migrate   apply the pending schema migrations and list them (toolhost serve applies
             them at start too)
   check     print the engine, the URL (without a password), the schema version and
-            the pending migrations, changing nothing; exit status 3 for a store that
-            cannot be reached, a corrupt SQLite file or a schema newer than this
-            toolhost, 2 for a bad [store] url
+            the pending migrations, changing nothing; for SQLite, first read the
+            whole file (PRAGMA quick_check, seconds per GB; toolhost serve reads
+            only its header at start); exit status 3 for a store that cannot be
+            reached, a damaged SQLite file or a schema newer than this toolhost,
+            2 for a bad [store] url
 `
 
 // storeConfig returns the configuration of the commands that only read the

@@ -152,21 +152,24 @@ func Open(ctx context.Context, rawURL string, o Options) (*DB, error) {
 	return db, nil
 }
 
-// ready checks that the database answers (and, for SQLite, that the file
-// is sound) and applies the migrations.
+// ready checks that the database answers and applies the migrations.
+// Its first contact, bounded by o.ConnectTimeout, costs the same whatever
+// the database's size: for SQLite it reads the file's header and schema
+// (page 1), which is where a file that is not a database fails
+// (ErrCorrupt). The whole file's check, PRAGMA quick_check, is O(size) —
+// over 10 s for an 800 MB file after a reboot's cold page cache — so it
+// runs in Check (toolhost store check), not at every start; a page
+// damaged elsewhere fails the statements that read it.
 func (db *DB) ready(ctx context.Context, o Options) error {
 	pctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer cancel()
 	if db.engine == EngineSQLite {
-		var res string
-		if err := db.sql.QueryRowContext(pctx, "PRAGMA quick_check").Scan(&res); err != nil {
+		var n int
+		if err := db.sql.QueryRowContext(pctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
 			if isNotADB(err) {
 				return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
 			}
 			return fmt.Errorf("%w: %s: %v", ErrUnreachable, db.display, err)
-		}
-		if res != "ok" {
-			return fmt.Errorf("%w: %s: quick_check: %s", ErrCorrupt, db.path, res)
 		}
 	} else if err := db.sql.PingContext(pctx); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnreachable, db.display, err)
@@ -241,9 +244,23 @@ type CheckResult struct {
 	Pending []int64
 }
 
-// Check reports the schema's state without changing it (and, for SQLite,
-// the file's soundness: Open has run quick_check). Errors: ErrSchemaNewer.
+// Check reports the schema's state without changing it and, for SQLite,
+// checks the whole file with PRAGMA quick_check (O(size): it reads every
+// page; bound it with ctx). Errors: ErrCorrupt (quick_check found damage),
+// ErrSchemaNewer.
 func (db *DB) Check(ctx context.Context) (*CheckResult, error) {
+	if db.engine == EngineSQLite && db.path != "" {
+		var res string
+		if err := db.sql.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res); err != nil {
+			if isNotADB(err) {
+				return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
+			}
+			return nil, fmt.Errorf("%s: quick_check: %w", db.display, err)
+		}
+		if res != "ok" {
+			return nil, fmt.Errorf("%w: %s: quick_check: %s", ErrCorrupt, db.path, res)
+		}
+	}
 	p, err := db.provider()
 	if err != nil {
 		return nil, err

@@ -17,8 +17,9 @@ import (
 var serveURL = regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)/mcp`)
 
 // ServeHTTP starts `bin --config cfg serve --listen 127.0.0.1:0` (bin a
-// toolhost binary, see GoBinary) with env added to the test's environment,
-// as a process of its own, and returns the base URL it names on stderr
+// toolhost binary, see GoBinary) with env added to the test's environment
+// and $XDG_STATE_HOME a new temporary directory (its default store's), as
+// a process of its own, and returns the base URL it names on stderr
 // once it listens ("http://127.0.0.1:PORT"; the MCP endpoint is its /mcp).
 // Its stderr is drained until it exits; at tb's cleanup it gets SIGTERM,
 // then SIGKILL if it has not exited a minute later, and is reaped. tb fails,
@@ -26,7 +27,11 @@ var serveURL = regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)/mcp`)
 func ServeHTTP(tb testing.TB, bin, cfg string, env ...string) string {
 	tb.Helper()
 	cmd := exec.Command(bin, "--config", cfg, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), env...)
+	// A store of its own (unless env names one), not the one the test
+	// process's other children share (Main): serves started side by side
+	// need not wait on each other's SQLite locks.
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+tb.TempDir())
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		tb.Fatal(err)

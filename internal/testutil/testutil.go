@@ -45,7 +45,20 @@ func Root() string {
 }
 
 // Main runs the tests and removes what the helpers built.
+//
+// It also points $XDG_STATE_HOME at a directory of the test process's own
+// (removed after), so that a toolhost child (serve, call, grant) opening
+// its default store (issue 25) never touches the user's
+// ~/.local/state/toolhost/toolhost.db: tests left it at 800 MB there, and
+// packages run side by side contended for it.
 func Main(m *testing.M) int {
+	state, err := os.MkdirTemp("", "toolhost-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testutil:", err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

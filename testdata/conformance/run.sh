@@ -28,6 +28,9 @@ OUT=${OUT:-$ROOT/bin/conformance}
 GATEWAY_RUNS=${GATEWAY_RUNS:-5}
 GO=${GO:-go}
 rm -rf "$OUT" && mkdir -p "$OUT"
+# toolhost serve's default store (issue 25) goes under OUT, not into the
+# user's ~/.local/state/toolhost/toolhost.db.
+export XDG_STATE_HOME=$OUT/state
 
 # The suite needs Node >= 22 (fs.globSync). An older node gets Node 22 from
 # the npm registry, once, under bin/node22.
