@@ -114,7 +114,7 @@ func TestInspectorCLI(t *testing.T) {
 		}
 		// The configuration comes by environment: the Inspector reads
 		// --config as its own flag.
-		out := inspector(t, nil, "-e", "TOOLHOST_CONFIG="+cfgPath, "--method", "tools/call", "--tool-name", "fx__echo", "--tool-arg", "text=from the inspector", "--", bin, "serve", "--stdio")
+		out := inspector(t, nil, "-e", "TOOLHOST_CONFIG="+cfgPath, "-e", "XDG_STATE_HOME="+os.Getenv("XDG_STATE_HOME"), "--method", "tools/call", "--tool-name", "fx__echo", "--tool-arg", "text=from the inspector", "--", bin, "serve", "--stdio")
 		if !strings.Contains(out, `"text": "from the inspector"`) || strings.Contains(out, "mcpfixture") {
 			t.Errorf("inspector stdio call printed (want the text, and not the backend's own serverInfo):\n%s", out)
 		}
