@@ -288,9 +288,14 @@ func (s *auditStore) sweepLoop() {
 	}
 }
 
+// sweepBudget bounds one retention sweep. It deletes in chunks and keeps
+// what it deleted (store.SweepAudit), so a backlog too large for one sweep
+// shrinks sweep after sweep; sweeps, an hour apart, never overlap.
+const sweepBudget = 30 * time.Minute
+
 // sweep deletes the rows older than the retention once.
 func (s *auditStore) sweep() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sweepBudget)
 	defer cancel()
 	go func() {
 		// Closing the host ends a sweep in progress.
@@ -305,13 +310,13 @@ func (s *auditStore) sweep() {
 	if err == nil {
 		n, err = db.SweepAudit(ctx, time.Now().Add(-s.retention))
 	}
+	s.swept.Add(n)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			s.logger.Warn("audit retention sweep failed; the next runs in an hour", "error", err)
+			s.logger.Warn("audit retention sweep failed; the next runs in an hour", "deleted", n, "error", err)
 		}
 		return
 	}
-	s.swept.Add(n)
 	if n > 0 {
 		s.logger.Info("audit retention sweep", "deleted", n, "older_than", s.retention.String())
 	}

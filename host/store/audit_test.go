@@ -172,3 +172,65 @@ func TestAuditInsertQueryPaging(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepAuditInChunks: a sweep in chunks deletes every row older than
+// its bound (oldest first, chunk by chunk) and none younger; a sweep cut
+// between chunks keeps what it deleted; and a write between two chunks
+// gets the lock.
+func TestSweepAuditInChunks(t *testing.T) {
+	for _, e := range engines(t) {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := e.db(t)
+			base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			var rows []store.AuditRow
+			for i := range 257 {
+				rows = append(rows, store.AuditRow{Time: base.Add(time.Duration(i) * time.Millisecond), Tool: "t", Record: []byte("{}")})
+			}
+			if err := db.InsertAudit(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			count := func() int {
+				r, _, err := db.QueryAudit(ctx, store.AuditFilter{Limit: 1000})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(r)
+			}
+			// Between the first chunk and the second, another writer gets
+			// the lock at once (a one-second deadline, under busy_timeout's
+			// 5 s); then the sweep is cut, and the first chunk's 50 rows
+			// stay deleted.
+			cctx, cancel := context.WithCancel(ctx)
+			pauses := 0
+			store.OnSweepPause(t, func() {
+				pauses++
+				wctx, wcancel := context.WithTimeout(ctx, time.Second)
+				defer wcancel()
+				if err := db.InsertAudit(wctx, []store.AuditRow{{Time: base.Add(time.Hour), Tool: "during", Record: []byte("{}")}}); err != nil {
+					t.Errorf("a write between two chunks: %v", err)
+				}
+				cancel()
+			})
+			n, err := db.SweepAuditChunked(cctx, base.Add(200*time.Millisecond), 50)
+			if !errors.Is(err, context.Canceled) || n != 50 || pauses != 1 || count() != 257-50+1 {
+				t.Fatalf("cut sweep: %d deleted, %v, %d pauses, %d left; want 50, canceled, 1, %d", n, err, pauses, count(), 257-50+1)
+			}
+			// The oldest went first.
+			left, _, _ := db.QueryAudit(ctx, store.AuditFilter{Until: base.Add(49 * time.Millisecond)})
+			if len(left) != 0 {
+				t.Fatalf("%d rows older than the deleted ones left", len(left))
+			}
+			// The rest, in chunks of 50 (the last short).
+			store.OnSweepPause(t, func() { pauses++ })
+			m, err := db.SweepAuditChunked(ctx, base.Add(200*time.Millisecond), 50)
+			if err != nil || m != 150 || pauses != 4 || count() != 58 {
+				t.Fatalf("sweep: %d deleted, %v, %d pauses, %d left; want 150, 4 pauses, 58 left", m, err, pauses, count())
+			}
+			// The default chunk, nothing left to delete.
+			if m, err := db.SweepAudit(ctx, base.Add(200*time.Millisecond)); err != nil || m != 0 {
+				t.Fatalf("sweep again: %d %v", m, err)
+			}
+		})
+	}
+}
