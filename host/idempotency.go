@@ -366,7 +366,8 @@ func (h *Host) startIdemSweep(db *store.DB) {
 			n, err := db.SweepIdempotency(ctx)
 			cancel()
 			if err != nil {
-				h.logger.Warn("idempotency sweep failed", "error", err)
+				// What it deleted stays deleted; the next sweep goes on.
+				h.logger.Warn("idempotency sweep failed", "deleted", n, "error", err)
 			} else if n > 0 {
 				h.logger.Debug("idempotency sweep", "deleted", n)
 			}

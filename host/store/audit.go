@@ -295,10 +295,19 @@ func (db *DB) sweepAudit(ctx context.Context, before time.Time, chunk int) (int6
 	if db.engine == EnginePostgres {
 		q = db.q("DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE time_us < ? ORDER BY time_us LIMIT ? FOR UPDATE SKIP LOCKED)")
 	}
+	return db.deleteInChunks(ctx, q, chunk, before.UnixMicro())
+}
+
+// deleteInChunks runs q, a DELETE of at most chunk rows whose last
+// parameter is that LIMIT, until it deletes fewer than chunk, pausing after
+// each full chunk as long as it took (see SweepAudit); it returns the rows
+// deleted, with the error that stopped it.
+func (db *DB) deleteInChunks(ctx context.Context, q string, chunk int, args ...any) (int64, error) {
+	args = append(args, chunk)
 	var total int64
 	for {
 		t0 := time.Now()
-		res, err := db.sql.ExecContext(ctx, q, before.UnixMicro(), chunk)
+		res, err := db.sql.ExecContext(ctx, q, args...)
 		if err != nil {
 			return total, err
 		}

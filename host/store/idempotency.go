@@ -163,11 +163,15 @@ func (db *DB) ReleaseIdempotency(ctx context.Context, key, token string) error {
 }
 
 // SweepIdempotency deletes the rows past their expiry (results older than
-// their TTL, stale claims) and returns how many it deleted.
+// their TTL, stale claims) and returns how many it deleted, with the error
+// that stopped it. It deletes them as SweepAudit does, AuditSweepChunk
+// rows per statement with a pause after each, so a backlog (a day of keyed
+// calls after a day down) neither holds the write lock throughout nor is
+// rolled back whole when ctx ends.
 func (db *DB) SweepIdempotency(ctx context.Context) (int64, error) {
-	res, err := db.sql.ExecContext(ctx, "DELETE FROM idempotency WHERE expires_us <= "+db.nowMicros())
-	if err != nil {
-		return 0, err
+	q := "DELETE FROM idempotency WHERE rowid IN (SELECT rowid FROM idempotency WHERE expires_us <= " + db.nowMicros() + " ORDER BY expires_us LIMIT ?)"
+	if db.engine == EnginePostgres {
+		q = "DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency WHERE expires_us <= " + db.nowMicros() + " ORDER BY expires_us LIMIT $1 FOR UPDATE SKIP LOCKED)"
 	}
-	return res.RowsAffected()
+	return db.deleteInChunks(ctx, q, AuditSweepChunk)
 }
