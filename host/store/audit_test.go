@@ -198,14 +198,15 @@ func TestSweepAuditInChunks(t *testing.T) {
 				return len(r)
 			}
 			// Between the first chunk and the second, another writer gets
-			// the lock at once (a one-second deadline, under busy_timeout's
-			// 5 s); then the sweep is cut, and the first chunk's 50 rows
-			// stay deleted.
+			// the lock without waiting for the sweep (a 4 s deadline: room
+			// for a busy machine, still under busy_timeout's 5 s, which a
+			// write blocked by a held lock would wait out); then the sweep
+			// is cut, and the first chunk's 50 rows stay deleted.
 			cctx, cancel := context.WithCancel(ctx)
 			pauses := 0
 			store.OnSweepPause(t, func() {
 				pauses++
-				wctx, wcancel := context.WithTimeout(ctx, time.Second)
+				wctx, wcancel := context.WithTimeout(ctx, 4*time.Second)
 				defer wcancel()
 				if err := db.InsertAudit(wctx, []store.AuditRow{{Time: base.Add(time.Hour), Tool: "during", Record: []byte("{}")}}); err != nil {
 					t.Errorf("a write between two chunks: %v", err)
