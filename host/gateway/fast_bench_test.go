@@ -30,9 +30,10 @@ const MCPProxyEnv = "TOOLHOST_BENCH_MCPPROXY"
 // BaselineEnv names another toolhost binary (a build of main, say) that
 // via=interleaved runs as one more way, gateway-stdio-base, beside this
 // tree's: two builds compared in one run. VariantEnv is extra environment
-// (NAME=VALUE, comma-separated) for one more way, gateway-stdio-variant1,
-// this tree's binary with it (more variants separated by ";" are ways
-// variant2, ...): the gateway's switches compared in one run.
+// (NAME=VALUE, comma-separated) for two more ways, gateway-stdio-variant1
+// and gateway-http-serve-variant1, this tree's binary with it (more
+// variants separated by ";" are ways variant2, ...): the gateway's
+// switches compared in one run.
 const (
 	BaselineEnv = "TOOLHOST_BENCH_BASELINE"
 	VariantEnv  = "TOOLHOST_BENCH_VARIANT_ENV"
@@ -204,11 +205,11 @@ func httpRelay(b *testing.B, client *mcp.Client) *mcp.ClientSession {
 // benchHop adds BenchmarkGatewayCall's variants of issue 26 (items 1 and
 // 5): via=gateway-stdio-sdk (the gateway with its stdio fast path off),
 // via=mcp-proxy (TBXark/mcp-proxy over Streamable HTTP, when MCPProxyEnv
-// names it) and via=interleaved (with way relay, the floor of any stdio
-// gateway: testdata/relay copies bytes between the client and the
-// fixture), which calls every way once per iteration, in a new order each
-// time, so that all share the machine's load alike, and reports each way's
-// p50 and p99 in µs and its p50 against direct's.
+// names it), and via=interleaved and via=interleaved-warm (with way
+// relay, the floor of any stdio gateway: testdata/relay copies bytes
+// between the client and the fixture), which call every way in rounds, in
+// a new order each round, so that all share the machine's load alike, and
+// report each way's p50 and p99 in µs and its p50 against direct's.
 func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 	args := map[string]any{"text": "hello"}
 	b.Run("target=fixture/via=gateway-stdio-sdk", func(b *testing.B) {
@@ -217,73 +218,98 @@ func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 	b.Run("target=fixture/via=mcp-proxy", func(b *testing.B) {
 		benchCalls(b, mcpProxy(b, client), "echo", args)
 	})
-	b.Run("target=fixture/via=interleaved", func(b *testing.B) {
-		ctx := context.Background()
-		direct, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testutil.Fixture(b))}, nil)
-		if err != nil {
-			b.Fatal(err)
+	// via=interleaved calls each way once per round: every call comes
+	// after the other ways' (≈10 ms of other processes), its process's
+	// caches and threads cold — what a call an agent makes now and then
+	// meets. via=interleaved-warm calls each way warmRun times in a row per
+	// round: sequential calls, as the issue's first figures were taken
+	// (2,000 in a row), still sharing the machine's drift alike.
+	for _, run := range []int{1, warmRun} {
+		name := map[int]string{1: "interleaved", warmRun: "interleaved-warm"}[run]
+		b.Run("target=fixture/via="+name, func(b *testing.B) { interleaved(b, client, bin, cfgPath, httpURL, run) })
+	}
+}
+
+// warmRun is how many calls in a row via=interleaved-warm makes to each
+// way per round (the first of them meets the way cold).
+const warmRun = 100
+
+// interleaved is via=interleaved (run 1) and via=interleaved-warm: each
+// round calls every way run times in a row, the ways in a new order each
+// round; b.N calls per way in all.
+func interleaved(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string, run int) {
+	args := map[string]any{"text": "hello"}
+	ctx := context.Background()
+	direct, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testutil.Fixture(b))}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer direct.Close()
+	http, err := connectHTTP(ctx, httpURL, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer http.Close()
+	// relay: the floor of any stdio gateway, a process that copies
+	// bytes both ways and parses nothing (testdata/relay).
+	relay, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testutil.GoBinary(b, "./testdata/relay"), testutil.Fixture(b))}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer relay.Close()
+	ways := []hopSession{
+		{"direct", direct, "echo"},
+		{"relay", relay, "echo"},
+		{"gateway-stdio", gatewayStdio(b, client, bin, cfgPath, true), "fx__echo"},
+		{"gateway-stdio-sdk", gatewayStdio(b, client, bin, cfgPath, false), "fx__echo"},
+		{"gateway-http", http, "fx__echo"},
+		{"gateway-http-serve", gatewayServeHTTP(b, client, bin, cfgPath), "fx__echo"},
+		{"http-relay", httpRelay(b, client), "echo"},
+	}
+	if os.Getenv(MCPProxyEnv) != "" {
+		ways = append(ways, hopSession{"mcp-proxy", mcpProxy(b, client), "echo"})
+	}
+	// The go-sdk client declares roots unless told otherwise, so every
+	// way above has a 2026-07-28 call of the gateway's go on a
+	// goroutine of its own (an input round may come, mrtr.go); a
+	// client that declares nothing has it run inline.
+	bare := mcp.NewClient(&mcp.Implementation{Name: "bench"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	ways = append(ways, hopSession{"gateway-stdio-bare", gatewayStdio(b, bare, bin, cfgPath, true), "fx__echo"})
+	// gateway-http-serve with the HTTP fast path (fasthttp.go) off.
+	ways = append(ways, hopSession{"gateway-http-serve-sdk", gatewayServeHTTP(b, client, bin, cfgPath, gateway.FastPathEnv+"=off"), "fx__echo"})
+	if base := os.Getenv(BaselineEnv); base != "" {
+		ways = append(ways, hopSession{"gateway-stdio-base", gatewayStdio(b, client, base, cfgPath, true), "fx__echo"})
+	}
+	if vs := os.Getenv(VariantEnv); vs != "" {
+		for i, v := range strings.Split(vs, ";") {
+			env := strings.Split(v, ",")
+			ways = append(ways,
+				hopSession{fmt.Sprintf("gateway-stdio-variant%d", i+1), gatewayStdio(b, client, bin, cfgPath, true, env...), "fx__echo"},
+				hopSession{fmt.Sprintf("gateway-http-serve-variant%d", i+1), gatewayServeHTTP(b, client, bin, cfgPath, env...), "fx__echo"})
 		}
-		defer direct.Close()
-		http, err := connectHTTP(ctx, httpURL, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer http.Close()
-		// relay: the floor of any stdio gateway, a process that copies
-		// bytes both ways and parses nothing (testdata/relay).
-		relay, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testutil.GoBinary(b, "./testdata/relay"), testutil.Fixture(b))}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer relay.Close()
-		ways := []hopSession{
-			{"direct", direct, "echo"},
-			{"relay", relay, "echo"},
-			{"gateway-stdio", gatewayStdio(b, client, bin, cfgPath, true), "fx__echo"},
-			{"gateway-stdio-sdk", gatewayStdio(b, client, bin, cfgPath, false), "fx__echo"},
-			{"gateway-http", http, "fx__echo"},
-			{"gateway-http-serve", gatewayServeHTTP(b, client, bin, cfgPath), "fx__echo"},
-			{"http-relay", httpRelay(b, client), "echo"},
-		}
-		if os.Getenv(MCPProxyEnv) != "" {
-			ways = append(ways, hopSession{"mcp-proxy", mcpProxy(b, client), "echo"})
-		}
-		// The go-sdk client declares roots unless told otherwise, so every
-		// way above has a 2026-07-28 call of the gateway's go on a
-		// goroutine of its own (an input round may come, mrtr.go); a
-		// client that declares nothing has it run inline.
-		bare := mcp.NewClient(&mcp.Implementation{Name: "bench"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-		ways = append(ways, hopSession{"gateway-stdio-bare", gatewayStdio(b, bare, bin, cfgPath, true), "fx__echo"})
-		// gateway-http-serve with the HTTP fast path (fasthttp.go) off.
-		ways = append(ways, hopSession{"gateway-http-serve-sdk", gatewayServeHTTP(b, client, bin, cfgPath, gateway.FastPathEnv+"=off"), "fx__echo"})
-		if base := os.Getenv(BaselineEnv); base != "" {
-			ways = append(ways, hopSession{"gateway-stdio-base", gatewayStdio(b, client, base, cfgPath, true), "fx__echo"})
-		}
-		if vs := os.Getenv(VariantEnv); vs != "" {
-			for i, v := range strings.Split(vs, ";") {
-				ways = append(ways, hopSession{fmt.Sprintf("gateway-stdio-variant%d", i+1), gatewayStdio(b, client, bin, cfgPath, true, strings.Split(v, ",")...), "fx__echo"})
-			}
-		}
-		lat := make([]latencies, len(ways))
-		params := make([]*mcp.CallToolParams, len(ways))
-		for i, w := range ways {
-			params[i] = &mcp.CallToolParams{Name: w.tool, Arguments: args}
-		}
-		b.ResetTimer()
-		// Each round calls the ways in a new order: in a fixed order a
-		// way's latency depends on which way ran just before it (the same
-		// binary measured 10–14% slower as the way after
-		// gateway-http-serve-sdk than as the way after relay), which
-		// skewed every comparison between ways.
-		order := make([]int, len(ways))
-		for i := range order {
-			order[i] = i
-		}
-		rng := rand.New(rand.NewPCG(1, 2))
-		for b.Loop() {
-			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			for _, i := range order {
-				w := ways[i]
+	}
+	lat := make([]latencies, len(ways))
+	params := make([]*mcp.CallToolParams, len(ways))
+	for i, w := range ways {
+		params[i] = &mcp.CallToolParams{Name: w.tool, Arguments: args}
+	}
+	b.ResetTimer()
+	// Each round calls the ways in a new order: in a fixed order a
+	// way's latency depends on which way ran just before it (the same
+	// binary measured 10–14% slower as the way after
+	// gateway-http-serve-sdk than as the way after relay), which
+	// skewed every comparison between ways.
+	order := make([]int, len(ways))
+	for i := range order {
+		order[i] = i
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for done := 0; done < b.N; done += run {
+		k := min(run, b.N-done)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, i := range order {
+			w := ways[i]
+			for range k {
 				t0 := time.Now()
 				res, err := w.cs.CallTool(ctx, params[i])
 				lat[i].add(time.Since(t0))
@@ -292,17 +318,17 @@ func benchHop(b *testing.B, client *mcp.Client, bin, cfgPath, httpURL string) {
 				}
 			}
 		}
-		b.StopTimer()
-		p50direct := lat[0].quantile(0.5)
-		for i, w := range ways {
-			p50 := lat[i].quantile(0.5)
-			b.ReportMetric(p50, w.name+"-p50-µs")
-			b.ReportMetric(lat[i].quantile(0.99), w.name+"-p99-µs")
-			if i > 0 {
-				b.ReportMetric(p50/p50direct, w.name+"-p50/direct")
-			}
+	}
+	b.StopTimer()
+	p50direct := lat[0].quantile(0.5)
+	for i, w := range ways {
+		p50 := lat[i].quantile(0.5)
+		b.ReportMetric(p50, w.name+"-p50-µs")
+		b.ReportMetric(lat[i].quantile(0.99), w.name+"-p99-µs")
+		if i > 0 {
+			b.ReportMetric(p50/p50direct, w.name+"-p50/direct")
 		}
-	})
+	}
 }
 
 // quantile is the q-quantile of the recorded durations, in µs (sorts them).

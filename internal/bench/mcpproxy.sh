@@ -3,7 +3,9 @@
 # the gateway hop benchmark with it beside toolhost (issue 26, item 5):
 # direct, toolhost serve --stdio (fast path on and off), toolhost's HTTP
 # gateway and mcp-proxy (Streamable HTTP), each in front of the same Go
-# fixture server over stdio, interleaved call by call in one run.
+# fixture server over stdio, in one run: interleaved call by call (each
+# call meets its way cold) and in runs of 100 calls a way (warm, as
+# sequential calls are).
 #
 #   internal/bench/mcpproxy.sh [CHECKOUT] [COUNT] [CALLS]
 #
@@ -30,6 +32,6 @@ fi
 cd "$root"
 uptime
 TOOLHOST_BENCH_MCPPROXY=$work/mcp-proxy go test -count="$count" -run '^$' \
-	-bench 'GatewayCall/target=fixture/via=(interleaved|mcp-proxy|direct|gateway-stdio|gateway-http)$' \
+	-bench 'GatewayCall/target=fixture/via=(interleaved|interleaved-warm|mcp-proxy|direct|gateway-stdio|gateway-http)$' \
 	-benchtime="${calls}x" -timeout 60m ./host/gateway/
 uptime
