@@ -9,29 +9,9 @@
 // Prints one JSON object: {"tools": [names], "found": [names],
 // "structured": bool, "result": the call_tool CallToolResult}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { transportFromArgs } from "./transport.mjs";
 
-// The SDK starts a stdio server with a few variables only (HOME, PATH,
-// ...), as MCP hosts do; XDG_STATE_HOME is added so that a toolhost under
-// test keeps its default store in the test's directory, not the user's.
-function childEnv() {
-  const env = getDefaultEnvironment();
-  if (process.env.XDG_STATE_HOME) env.XDG_STATE_HOME = process.env.XDG_STATE_HOME;
-  return env;
-}
-
-const [mode, target, ...rest] = process.argv.slice(2);
-let transport;
-if (mode === "stdio") {
-  transport = new StdioClientTransport({ command: target, args: rest, stderr: "inherit", env: childEnv() });
-} else if (mode === "http") {
-  const headers = process.env.TOKEN ? { Authorization: `Bearer ${process.env.TOKEN}` } : {};
-  transport = new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
-} else {
-  console.error("usage: node search.mjs stdio COMMAND [ARG...] | node search.mjs http URL");
-  process.exit(2);
-}
+const transport = transportFromArgs("search.mjs", process.argv.slice(2));
 const client = new Client({ name: "toolhost-tsclient-search", version: "1.0.0" }, { capabilities: {} });
 try {
   await client.connect(transport);
