@@ -1,5 +1,7 @@
 package gateway
 
+import "time"
+
 // FastServed is the number of tools/call requests the stdio fast path has
 // served in this process (fast.go).
 func FastServed() int64 { return fastServed.Load() }
@@ -22,3 +24,12 @@ func ClientInFlight(g *Gateway, client string) int {
 // FastHTTPServed is the number of tools/call requests the Streamable HTTP
 // fast path has served.
 func FastHTTPServed() int64 { return fastHTTPServed.Load() }
+
+// DelayBind makes every ServeTransport wait d between the go-sdk's Connect
+// and the fast path's bind until restore is called (after the
+// connections end).
+func DelayBind(d time.Duration) (restore func()) {
+	hook := func() { time.Sleep(d) }
+	testHookBeforeBind.Store(&hook)
+	return func() { testHookBeforeBind.Store(nil) }
+}

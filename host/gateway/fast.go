@@ -93,6 +93,10 @@ type fastTransport struct {
 	max    int           // the longest line taken apart here, in bytes
 
 	bound atomic.Pointer[fastBound] // set by bind once the session exists
+	// bindc is closed by bind: readLoop reads its first line after it, so
+	// that no call goes to the go-sdk only because it came before the
+	// session was bound (the go-sdk's Connect reads nothing itself).
+	bindc chan struct{}
 
 	wmu sync.Mutex // one message per write, fast path and go-sdk alike
 
@@ -152,6 +156,7 @@ func (g *Gateway) fastTransport(ctx context.Context, t mcp.Transport) (mcp.Trans
 	if ft.max <= 0 {
 		ft.max = mcp.DefaultMaxLineLength
 	}
+	ft.bindc = make(chan struct{})
 	ft.pool = gopool.New(fastIdleWorkers)
 	ft.ctx, ft.cancel = context.WithCancel(context.WithValue(context.WithoutCancel(ctx), poolKey{}, ft.pool))
 	ft.pr, ft.pw = io.Pipe()
@@ -214,6 +219,7 @@ func (ft *fastTransport) bind(ps *profileServer, ss *mcp.ServerSession) {
 		return
 	}
 	ft.bound.Store(&fastBound{ps: ps, ss: ss, mh: ft.g.fastChain(ps)})
+	close(ft.bindc)
 }
 
 // close cancels the fast calls in flight and waits for them, and closes the
@@ -267,7 +273,14 @@ const readHandoffDelay = time.Millisecond
 
 // readLoop reads the client's lines: a fast tools/call is served here,
 // everything else goes to the go-sdk unchanged.
-func (ft *fastTransport) readLoop() { ft.readFrom(bufio.NewReaderSize(ft.r, 64<<10), nil) }
+func (ft *fastTransport) readLoop() {
+	select {
+	case <-ft.bindc:
+	case <-ft.ctx.Done(): // closed unbound: the go-sdk's Connect failed
+		return
+	}
+	ft.readFrom(bufio.NewReaderSize(ft.r, 64<<10), nil)
+}
 
 // readFrom is readLoop from br on (long: its buffer for overlong lines).
 //
@@ -727,6 +740,10 @@ func cancelKey(msg []byte) (string, bool) {
 		return "n" + strconv.FormatInt(i, 10), true
 	}
 }
+
+// testHookBeforeBind, when set (by a test, before the connection), runs in
+// ServeTransport between the go-sdk's Connect and the fast path's bind.
+var testHookBeforeBind atomic.Pointer[func()]
 
 // fastServed counts the calls the fast path has served (for tests).
 var fastServed atomic.Int64

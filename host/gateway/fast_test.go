@@ -171,6 +171,36 @@ func callLine(id, params string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
 }
 
+// TestFastStdioFirstLinesAfterBind: the first lines of a connection are
+// read only once the fast path is bound to the session, so its first
+// calls take the fast path however late the binding comes (it came after
+// the go-sdk's session had started reading: a client quick enough had
+// its first calls served by the go-sdk, and TestFastStdioMatchesSDK saw
+// 0 fast calls of 2 on a busy machine). The binding is delayed here to
+// open that window wide.
+func TestFastStdioFirstLinesAfterBind(t *testing.T) {
+	f := start(t, testConfig)
+	t.Cleanup(gateway.DelayBind(100 * time.Millisecond))
+	before := gateway.FastServed()
+	c := startRawStdio(t, f)
+	for _, s := range []rawStep{
+		{legacyInit, `"init"`},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, ""},
+		{callLine(`1`, `{"name":"fx__echo","arguments":{"text":"first"}}`), `1`},
+		{callLine(`2`, `{"name":"fx__echo","arguments":{"text":"second"}}`), `2`},
+	} {
+		if !c.send(s.line) {
+			t.Fatalf("the gateway closed the connection at %s", s.line)
+		}
+		if s.wait != "" {
+			c.until(s.wait)
+		}
+	}
+	if n := gateway.FastServed() - before; n != 2 {
+		t.Errorf("the fast path served %d of the first 2 calls", n)
+	}
+}
+
 // TestFastStdioMatchesSDK: every line a client may send on stdio gets the
 // same answer, byte for byte up to key order, whether the gateway's fast
 // path serves the tools/call requests it may (the default) or the go-sdk

@@ -355,6 +355,9 @@ func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	if err != nil {
 		return err
 	}
+	if hook := testHookBeforeBind.Load(); hook != nil {
+		(*hook)()
+	}
 	fast.bind(cur.servers[cur.profile], ss)
 	waited := make(chan error, 1)
 	go func() { waited <- ss.Wait() }()
