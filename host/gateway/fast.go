@@ -92,10 +92,12 @@ type fastTransport struct {
 	closeW func() error  // closes w when the transport owns it, else nil
 	max    int           // the longest line taken apart here, in bytes
 
-	bound atomic.Pointer[fastBound] // set by bind once the session exists
-	// bindc is closed by bind: readLoop reads its first line after it, so
-	// that no call goes to the go-sdk only because it came before the
-	// session was bound (the go-sdk's Connect reads nothing itself).
+	// bound is set by bind, which then closes bindc; readLoop reads its
+	// first line only after that, so every reader of bound (the reading
+	// and the calls it starts) sees it set, and no call goes to the go-sdk
+	// only because it came before the session was bound (the go-sdk's
+	// Connect reads nothing itself).
+	bound *fastBound
 	bindc chan struct{}
 
 	wmu sync.Mutex // one message per write, fast path and go-sdk alike
@@ -218,7 +220,7 @@ func (ft *fastTransport) bind(ps *profileServer, ss *mcp.ServerSession) {
 	if ft == nil {
 		return
 	}
-	ft.bound.Store(&fastBound{ps: ps, ss: ss, mh: ft.g.fastChain(ps)})
+	ft.bound = &fastBound{ps: ps, ss: ss, mh: ft.g.fastChain(ps)}
 	close(ft.bindc)
 }
 
@@ -388,8 +390,8 @@ var (
 // fastParse returns the tools/call of line when the fast path may serve it
 // (see the top of this file), else nil.
 func (ft *fastTransport) fastParse(line []byte) *fastCall {
-	b := ft.bound.Load()
-	if b == nil || !bytes.Contains(line, toolsCallMethod) {
+	b := ft.bound
+	if !bytes.Contains(line, toolsCallMethod) {
 		return nil
 	}
 	fc := parseCall(line, &ft.memo)
@@ -759,7 +761,7 @@ func (ft *fastTransport) serve(ctx context.Context, fc *fastCall) {
 		ft.mu.Unlock()
 		cancel()
 	}()
-	b := ft.bound.Load()
+	b := ft.bound
 	req := &mcp.CallToolRequest{Session: b.ss, Params: &mcp.CallToolParamsRaw{Meta: fc.meta, Name: fc.name, Arguments: fc.args}}
 	res, err := b.mh(ctx, "tools/call", req)
 	_, _ = ft.write(append(ft.g.fastResponse(res, err, fc, b.ss, 1), '\n'))

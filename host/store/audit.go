@@ -266,13 +266,14 @@ func globToSQLiteGlob(g string) string {
 	return strings.ReplaceAll(g, "[", "[[]")
 }
 
-// AuditSweepChunk is how many rows SweepAudit deletes per statement.
-const AuditSweepChunk = 5000
+// SweepChunk is how many rows SweepAudit and SweepIdempotency delete per
+// statement.
+const SweepChunk = 5000
 
 // SweepAudit deletes the audit rows older than before and returns how
 // many it deleted (the host's retention sweep, [store] audit_retention).
 //
-// It deletes them oldest first, AuditSweepChunk rows per statement (each
+// It deletes them oldest first, SweepChunk rows per statement (each
 // its own transaction), and after a full chunk waits as long as the chunk
 // took before the next. One DELETE of a backlog holds the database's write
 // lock throughout — 1,010,760 rows took 9.5 s on SQLite, and an audit
@@ -283,7 +284,7 @@ const AuditSweepChunk = 5000
 // take disjoint chunks (FOR UPDATE SKIP LOCKED). Errors: ctx's and the
 // database's, with the rows deleted before them.
 func (db *DB) SweepAudit(ctx context.Context, before time.Time) (int64, error) {
-	return db.sweepAudit(ctx, before, AuditSweepChunk)
+	return db.sweepAudit(ctx, before, SweepChunk)
 }
 
 // sweepPaused, when set (tests), is called after each full chunk, before

@@ -164,7 +164,7 @@ func (db *DB) ReleaseIdempotency(ctx context.Context, key, token string) error {
 
 // SweepIdempotency deletes the rows past their expiry (results older than
 // their TTL, stale claims) and returns how many it deleted, with the error
-// that stopped it. It deletes them as SweepAudit does, AuditSweepChunk
+// that stopped it. It deletes them as SweepAudit does, SweepChunk
 // rows per statement with a pause after each, so a backlog (a day of keyed
 // calls after a day down) neither holds the write lock throughout nor is
 // rolled back whole when ctx ends.
@@ -173,5 +173,5 @@ func (db *DB) SweepIdempotency(ctx context.Context) (int64, error) {
 	if db.engine == EnginePostgres {
 		q = "DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency WHERE expires_us <= " + db.nowMicros() + " ORDER BY expires_us LIMIT $1 FOR UPDATE SKIP LOCKED)"
 	}
-	return db.deleteInChunks(ctx, q, AuditSweepChunk)
+	return db.deleteInChunks(ctx, q, SweepChunk)
 }
