@@ -247,11 +247,22 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 			default:
 			}
 		}
-		state, wake, lastErr, next := b.state, b.wake, b.lastErr, b.next
+		state, wake := b.state, b.wake
 		b.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
+			// Read b again: what it was when this wait began may be
+			// stale. A lost connection is detached (restarting) before
+			// its supervisor sets the next attempt, and that second
+			// restarting does not wake the waiters (setState). A
+			// backend ready just now keeps the state waited on.
+			b.mu.Lock()
+			lastErr, next := b.lastErr, b.next
+			if b.state != StateReady {
+				state = b.state
+			}
+			b.mu.Unlock()
 			why := ""
 			if lastErr != nil {
 				why = fmt.Sprintf(" (last error: %v)", lastErr)
@@ -351,6 +362,7 @@ func (b *backend) detach(gen uint64, err error) transport.Transport {
 	tr := b.tr
 	b.tr = nil
 	b.detachedGen, b.detachedErr = gen, err
+	b.next = time.Time{} // not known until the supervisor decides (afterFailure)
 	b.mu.Unlock()
 	b.logger.Error("backend lost", "error", err)
 	b.setState(StateRestarting, err)
