@@ -27,7 +27,9 @@ type BackendStatus struct {
 	// Restarts counts restart attempts since the Host was built (by policy
 	// and by Host.Restart).
 	Restarts int `json:"restarts"`
-	// NextRestart is when the next attempt is due (StateRestarting).
+	// NextRestart is when the next attempt is due (StateRestarting; zero
+	// for the moment between a lost connection and its supervisor's
+	// decision).
 	NextRestart time.Time `json:"next_restart,omitzero"`
 	// Health is HealthOK, HealthFailing, HealthUnknown or HealthOff;
 	// HealthFailures the consecutive failed checks and HealthError the

@@ -84,7 +84,7 @@ func printStatus(w io.Writer, st []host.BackendStatus) {
 		if s.State == host.StateReady {
 			uptime = (time.Duration(s.UptimeSeconds * float64(time.Second))).Round(time.Second).String()
 		}
-		if s.State == host.StateRestarting {
+		if s.State == host.StateRestarting && !s.NextRestart.IsZero() { // zero: lost just now, not yet scheduled
 			uptime = "next in " + time.Until(s.NextRestart).Round(100*time.Millisecond).String()
 		}
 		health := s.Health
