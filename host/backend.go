@@ -252,29 +252,34 @@ func (b *backend) conn(ctx context.Context) (transport.Transport, uint64, error)
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			// Read b again: what it was when this wait began may be
-			// stale. A lost connection is detached (restarting) before
-			// its supervisor sets the next attempt, and that second
-			// restarting does not wake the waiters (setState). A
-			// backend ready just now keeps the state waited on.
-			b.mu.Lock()
-			lastErr, next := b.lastErr, b.next
-			if b.state != StateReady {
-				state = b.state
-			}
-			b.mu.Unlock()
-			why := ""
-			if lastErr != nil {
-				why = fmt.Sprintf(" (last error: %v)", lastErr)
-			}
-			if state == StateRestarting && !next.IsZero() {
-				// Say when it is worth trying again (a gateway's client,
-				// or a model, reads this).
-				why += fmt.Sprintf("; its next start attempt is in %s", max(0, time.Until(next)).Round(time.Millisecond))
+			// A backend ready just now keeps the state waited on.
+			now, why := b.waitedFor()
+			if now != StateReady {
+				state = now
 			}
 			return nil, 0, fmt.Errorf("%w: backend %q still %s when the call's deadline came%s: %w", ErrBackendUnavailable, b.name, state, why, ctxErr(ctx))
 		}
 	}
+}
+
+// waitedFor is b's state and what a call whose deadline came while it
+// waited on b says of it: " (last error: …)" and, restarting, "; its next
+// start attempt is in …" (a gateway's client, or a model, reads this). It
+// reads b now, not when the wait began: a lost connection is detached
+// (restarting) before its supervisor sets the next attempt, and that second
+// restarting wakes no waiter (setState).
+func (b *backend) waitedFor() (State, string) {
+	b.mu.Lock()
+	state, lastErr, next := b.state, b.lastErr, b.next
+	b.mu.Unlock()
+	why := ""
+	if lastErr != nil {
+		why = fmt.Sprintf(" (last error: %v)", lastErr)
+	}
+	if state == StateRestarting && !next.IsZero() {
+		why += fmt.Sprintf("; its next start attempt is in %s", max(0, time.Until(next)).Round(time.Millisecond))
+	}
+	return state, why
 }
 
 // ctxErr is ctx's error in the host's terms: a passed deadline is a

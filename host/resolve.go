@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/toolhost/toolhost/config"
 )
@@ -196,25 +195,18 @@ func (h *Host) waitAny(ctx context.Context, wakes []<-chan struct{}) bool {
 // call's deadline came (deadline is the context's error, see ctxErr; the
 // error then says when b's next start attempt is, if it is restarting).
 func (b *backend) unavailable(deadline error) error {
-	b.mu.Lock()
-	state, lastErr, next := b.state, b.lastErr, b.next
-	b.mu.Unlock()
-	var err error
-	switch {
-	case deadline == nil && lastErr != nil:
-		err = fmt.Errorf("%w: backend %q is %s: %w", ErrBackendUnavailable, b.name, state, lastErr)
-	case deadline == nil:
-		err = fmt.Errorf("%w: backend %q %s", ErrBackendUnavailable, b.name, state)
-	default:
-		why := ""
-		if lastErr != nil {
-			why = fmt.Sprintf(" (last error: %v)", lastErr)
-		}
-		if state == StateRestarting && !next.IsZero() {
-			why += fmt.Sprintf("; its next start attempt is in %s", max(0, time.Until(next)).Round(time.Millisecond))
-		}
-		err = fmt.Errorf("%w: backend %q still %s when the call's deadline came; its tools are not known yet%s: %w",
+	if deadline != nil {
+		state, why := b.waitedFor()
+		err := fmt.Errorf("%w: backend %q still %s when the call's deadline came; its tools are not known yet%s: %w",
 			ErrBackendUnavailable, b.name, state, why, deadline)
+		return &resolveError{backend: b.name, err: err}
+	}
+	b.mu.Lock()
+	state, lastErr := b.state, b.lastErr
+	b.mu.Unlock()
+	err := fmt.Errorf("%w: backend %q %s", ErrBackendUnavailable, b.name, state)
+	if lastErr != nil {
+		err = fmt.Errorf("%w: backend %q is %s: %w", ErrBackendUnavailable, b.name, state, lastErr)
 	}
 	return &resolveError{backend: b.name, err: err}
 }
